@@ -1,0 +1,195 @@
+"""The ``tune`` command: parse, build config models, call one library function, exit.
+
+Exit codes: 0 done, 1 runtime failure, 2 bad input (one line naming the field and the fix),
+130 interrupted. ``--debug`` shows tracebacks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from tuner.errors import ConfigError, TunerError
+
+T = TypeVar("T")
+
+app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
+                  help="Find the cheapest LLM-serving configuration that meets your SLOs.\n\n"
+                  "tune --engine vllm --workload w.yaml --model DIR runs a study; the "
+                  "subcommands below do the rest.")
+out_console = Console()
+err = Console(stderr=True)
+DEBUG = {"on": False}
+
+
+def fail(message: str, code: int) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def run_cli(fn: Callable[[], T]) -> T:
+    """Run ``fn``; translate the exception tree into one line and an exit code."""
+    try:
+        return fn()
+    except ConfigError as exc:
+        if DEBUG["on"]:
+            raise
+        raise fail(str(exc), 2) from None
+    except TunerError as exc:
+        if DEBUG["on"]:
+            raise
+        raise fail(str(exc), 1) from None
+    except KeyboardInterrupt:
+        raise fail("interrupted", 130) from None
+    except typer.Exit:
+        raise
+    except Exception as exc:
+        if DEBUG["on"]:
+            raise
+        raise fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the "
+                   "traceback)", 1) from None
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+def setup_logging(debug: bool) -> None:
+    DEBUG["on"] = debug
+    logging.getLogger("tuner").setLevel(logging.DEBUG if debug else logging.INFO)
+    for noisy in ("httpx", "httpcore", "alembic", "mlflow"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+Debug = Annotated[bool, typer.Option("--debug", help="show tracebacks and debug logs")]
+
+
+@app.callback(invoke_without_command=True)
+def tune(
+    ctx: typer.Context,
+    engine: Annotated[str | None, typer.Option(help="engine to tune (engines/*.yaml)")] = None,
+    workload: Annotated[Path | None, typer.Option(help="workload YAML file")] = None,
+    model: Annotated[str | None, typer.Option(
+        help="model folder (or Hugging Face id in the local cache) the engine serves")] = None,
+    trials: Annotated[int, typer.Option(help="launched trials to reach (trial 0 is the "
+                                        "engine's defaults)")] = 20,
+    time_budget: Annotated[float | None, typer.Option(
+        help="seconds after which no new trial starts")] = None,
+    launcher: Annotated[str, typer.Option(help="process or docker")] = "process",
+    image_tag: Annotated[str | None, typer.Option(help="engine image tag (docker)")] = None,
+    study_name: Annotated[str | None, typer.Option(
+        help="default: <engine>-<workload file name>")] = None,
+    storage: Annotated[str | None, typer.Option(
+        help="Optuna storage URL; default: SQLite in the output folder")] = None,
+    tracking_uri: Annotated[str | None, typer.Option(
+        help="MLflow tracking URI; default: SQLite in the output folder")] = None,
+    out: Annotated[Path, typer.Option(help="output folder (one sub-folder per study)")
+                   ] = Path("tune-runs"),
+    seed: Annotated[int, typer.Option(help="sampler seed")] = 0,
+    search_space: Annotated[Path | None, typer.Option(
+        help="search space YAML; default: search_spaces/<engine>.yaml")] = None,
+    remeasure_top: Annotated[int, typer.Option(
+        help="best configurations to measure again on fresh starts, with the defaults")] = 2,
+    repeats: Annotated[int, typer.Option(help="fresh starts per re-measured config")] = 1,
+    remeasure_duration: Annotated[float | None, typer.Option(
+        help="seconds per re-measurement; default: the capacity step duration")] = None,
+    enqueue: Annotated[Path | None, typer.Option(
+        help="YAML of configurations (or a list of them) to try first")] = None,
+    device: Annotated[str, typer.Option(help="auto, cpu or gpu")] = "auto",
+    startup_timeout: Annotated[float | None, typer.Option(
+        help="seconds to wait for an engine; default: the engine spec's")] = None,
+    served_name: Annotated[str | None, typer.Option(
+        help="model name the engine serves; default: the workload's model")] = None,
+    debug: Debug = False,
+) -> None:
+    """Tune an engine on a workload: search, re-measure, report the tuning delta."""
+    if ctx.invoked_subcommand is not None:
+        return
+    setup_logging(debug)
+    missing = [n for n, v in (("--engine", engine), ("--workload", workload), ("--model", model))
+               if v is None]
+    if missing:
+        if engine is None and workload is None and model is None:
+            typer.echo(ctx.get_help())
+            raise typer.Exit(0)
+        raise fail(f"{', '.join(missing)} missing: tune --engine vllm --workload w.yaml "
+                   "--model DIR", 2)
+
+    def go() -> None:
+        from pydantic import ValidationError
+
+        from tuner.commands.tune import parse_enqueue, tune_command
+        from tuner.config import describe_validation_error
+        from tuner.search.config import TuneConfig
+
+        try:
+            cfg = TuneConfig.model_validate(dict(
+                engine=engine, workload=workload, model=model, trials=trials,
+                time_budget_s=time_budget, launcher=launcher, image_tag=image_tag,
+                study_name=study_name, storage=storage, tracking_uri=tracking_uri, out_dir=out,
+                seed=seed, search_space=search_space, remeasure_top=remeasure_top,
+                remeasure_repeats=repeats, remeasure_duration_s=remeasure_duration,
+                enqueue=parse_enqueue(enqueue), device=device, startup_timeout_s=startup_timeout,
+                served_name=served_name))
+        except ValidationError as exc:
+            raise ConfigError(describe_validation_error(exc, "options")) from exc
+        tune_command(cfg, out_console, err)
+
+    run_cli(go)
+
+
+@app.command()
+def bench(
+    endpoint: Annotated[str, typer.Option(help="base URL of an OpenAI-compatible server")],
+    workload: Annotated[Path, typer.Option(help="workload YAML file")],
+    find_capacity: Annotated[bool, typer.Option(
+        "--find-capacity", help="search the highest load that meets the SLOs")] = False,
+    json_path: Annotated[Path | None, typer.Option(
+        "--json", help="write every figure here, and the per-request records next to it")] = None,
+    tokenizer: Annotated[Path | None, typer.Option(
+        help="folder holding tokenizer.json; default: from the workload or the model")] = None,
+    metrics_url: Annotated[str | None, typer.Option(
+        help="Prometheus endpoint; default: <endpoint>/metrics")] = None,
+    debug: Debug = False,
+) -> None:
+    """Replay a workload against a running server and report what it sustains."""
+    from tuner.commands.bench import bench_command
+
+    setup_logging(debug)
+    run_cli(lambda: bench_command(endpoint, workload, find_capacity=find_capacity,
+                                  json_path=json_path, tokenizer=tokenizer,
+                                  metrics_url=metrics_url, console=out_console,
+                                  progress_console=err))
+
+
+@app.command("make-model")
+def make_model(
+    out_dir: Annotated[Path | None, typer.Argument(
+        help="folder to write the model into; default: $TUNER_CACHE_DIR/models/tiny-llama")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed for the tokenizer corpus and weights")] = 0,
+    debug: Debug = False,
+) -> None:
+    """Make the project's tiny random Llama (BPE tokenizer trained locally)."""
+    from tuner.models.tiny import SERVED_NAME, make_tiny_model
+    from tuner.settings import Settings
+
+    setup_logging(debug)
+    target = out_dir or Settings().cache_dir / "models" / SERVED_NAME
+    path = run_cli(lambda: make_tiny_model(target, seed=seed))
+    out_console.print(f"tiny model in {path}")
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        app()
+    except SystemExit as exc:
+        sys.exit(exc.code)

@@ -1,0 +1,54 @@
+"""``tune bench``: one run at the workload's load, or a capacity search."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from rich.console import Console
+
+from tuner.bench import make_report, open_bench, write_report
+from tuner.progress import RichProgress
+from tuner.render import capacity_table, summary_table
+from tuner.workload.loader import load_workload
+
+
+def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
+                  json_path: Path | None, tokenizer: Path | None, metrics_url: str | None,
+                  console: Console, progress_console: Console) -> None:
+    workload = load_workload(workload_path)
+
+    async def go() -> None:
+        with RichProgress(progress_console) as progress:
+            progress.status("workload", f"{workload.name} ({workload_path})")
+            progress.status("phase", "probing endpoint")
+            bench = await open_bench(workload, endpoint, tokenizer=tokenizer,
+                                     metrics_url=metrics_url, progress=progress)
+            try:
+                if find_capacity:
+                    capacity = await bench.capacity()
+                    report = make_report(bench, workload_path, capacity=capacity)
+                else:
+                    progress.status("phase", f"measuring at load {workload.arrival.load:.3g}")
+                    single = await bench.once()
+                    report = make_report(bench, workload_path, single=single)
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                if json_path is not None:  # keep what was measured
+                    write_report(make_report(bench, workload_path), bench.records
+                                 + bench.runner.partial, json_path)
+                raise
+        if report.capacity is not None:
+            console.print(capacity_table(report.capacity))
+        if report.result is not None:
+            title = ("at the highest load that meets the SLOs" if find_capacity
+                     else "at the workload's load")
+            console.print(summary_table(report.result, title))
+        else:
+            console.print("no load met the SLOs")
+        if not bench.caps.forces_output_length:
+            console.print(f"note: output lengths {report.output_lengths}")
+        if json_path is not None:
+            records = write_report(report, bench.records, json_path)
+            console.print(f"figures in {json_path}, per-request records in {records}")
+
+    asyncio.run(go())

@@ -1,0 +1,176 @@
+"""``tune --engine E --workload W``: the whole study, end to end."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from types import FrameType
+
+from rich.console import Console
+
+from tuner import __version__
+from tuner.bench import file_sha256
+from tuner.engines.model_info import load_model_info
+from tuner.engines.spec import EngineSpec, load_engine_spec
+from tuner.errors import ConfigError
+from tuner.hardware import detect
+from tuner.launch.base import Launcher
+from tuner.progress import RichProgress
+from tuner.search.config import TuneConfig
+from tuner.search.remeasure import RemeasureOutcome, remeasure
+from tuner.search.space import load_search_space
+from tuner.search.study import StudyProgress, results_summary, run_search
+from tuner.search.summary import (
+    StudySummary,
+    TimeSplit,
+    best_config_yaml,
+    final_table,
+    verdict,
+    write_plots,
+)
+from tuner.search.trial import TrialContext
+from tuner.settings import Settings
+from tuner.tracking.mlflow_tracker import MlflowTracker
+from tuner.workload.loader import load_workload
+
+log = logging.getLogger(__name__)
+
+
+def engine_version(spec: EngineSpec) -> str:
+    for dist in spec.distributions:
+        try:
+            return f"{dist} {version(dist)}"
+        except PackageNotFoundError:
+            continue
+    return "unknown"
+
+
+def make_launcher(cfg: TuneConfig) -> Launcher:
+    from tuner.launch.process import ProcessLauncher
+
+    return ProcessLauncher()
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C, so every engine is torn down on the way out."""
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def tune_command(cfg: TuneConfig, console: Console, progress_console: Console) -> StudySummary:
+    t_start = time.monotonic()
+    workload = load_workload(cfg.workload)
+    spec = load_engine_spec(cfg.engine)
+    space = load_search_space(cfg.search_space or cfg.engine)
+    space.check_against(spec)
+    if space.engine != spec.name:
+        raise ConfigError(f"search space is for {space.engine!r}, not {spec.name!r}; pass "
+                          "--search-space for this engine")
+    hw = detect(None if cfg.device == "auto" else cfg.device)
+    model = load_model_info(cfg.model)
+    space = space.for_host(hw, model)
+    settings = Settings()
+    launcher = make_launcher(cfg)
+    removed = launcher.cleanup_orphans()
+    cfg.run_dir.mkdir(parents=True, exist_ok=True)
+    (cfg.run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
+    tracker = MlflowTracker(cfg.tracking, cfg.run_dir / "mlartifacts"
+                            if cfg.tracking_uri is None else None)
+    served = cfg.served_name or workload.model
+    eng_version = engine_version(spec)
+    tracker.start_study(cfg.name, tags={"tuner.engine": spec.name}, params={
+        "engine": spec.name, "engine_version": eng_version, "model": cfg.model,
+        "served_name": served, "workload": str(cfg.workload),
+        "workload_sha256": file_sha256(cfg.workload) or "", "hardware": hw.describe(),
+        "tuner_version": __version__, "launcher": cfg.launcher, "seed": str(cfg.seed),
+        "slo": workload.slo.model_dump_json(), "usd_per_hour": str(workload.cost.usd_per_hour)})
+    state = StudyProgress()
+    secret = {"HF_TOKEN": settings.hf_token} if settings.hf_token else {}
+    with sigterm_as_interrupt(), RichProgress(progress_console) as progress:
+        if removed:
+            progress.note(f"removed {len(removed)} orphaned engine(s) of an earlier run")
+        progress.status("study", f"{cfg.name}: {spec.display_name} {eng_version} on "
+                        f"{hw.describe()}")
+        ctx = TrialContext(spec=spec, space=space, workload=workload, hardware=hw, model=model,
+                           model_ref=cfg.model, served_name=served, launcher=launcher,
+                           run_dir=cfg.run_dir, progress=progress,
+                           startup_timeout_s=cfg.startup_timeout_s, secret_env=secret,
+                           labels={"tuner.study": cfg.name})
+        study = run_search(cfg, ctx, tracker, state)
+        rm: RemeasureOutcome | None = None
+        if cfg.remeasure_top > 0 or any(r.defaults for r in state.results):
+            rm = remeasure(ctx, state.results, top=cfg.remeasure_top,
+                           repeats=cfg.remeasure_repeats, duration_s=cfg.remeasure_duration_s,
+                           seed=cfg.seed)
+    wall = time.monotonic() - t_start
+    launched = [r for r in state.results]
+    startup = sum(r.timing.startup_s for r in launched) + (rm.timing.startup_s if rm else 0)
+    measure = sum(r.timing.measure_s for r in launched) + (rm.timing.measure_s if rm else 0)
+    teardown = sum(r.timing.teardown_s for r in launched) + (rm.timing.teardown_s if rm else 0)
+    split = TimeSplit(wall_s=wall, startup_s=startup, measure_s=measure, teardown_s=teardown,
+                      tuner_s=max(0.0, wall - startup - measure - teardown))
+    defaults = next((r for r in state.results if r.defaults), None)
+    best = state.feasible[0] if state.feasible else None
+    winner = rm.winner if rm else None
+    best_trial = next((r for r in state.results if winner and r.number == winner.trial), best)
+    summary = StudySummary(
+        study=cfg.name, engine=spec.name, engine_version=eng_version, model=cfg.model,
+        workload=str(cfg.workload), workload_sha256=file_sha256(cfg.workload),
+        hardware=hw.describe(), tuner_version=__version__,
+        trials=results_summary(state.results), defaults_trial=defaults, best_trial=best_trial,
+        remeasure=rm, tuning_delta=rm.tuning_delta if rm else None,
+        verdict=verdict(spec.display_name, rm, defaults, best),
+        best_config=(winner.config if winner else best.config if best else None),
+        best_command=(winner.command if winner else best.command if best else None),
+        time=split, time_shares=split.shares())
+    out = cfg.run_dir / "summary.json"
+    out.write_text(json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
+    plots = write_plots(study, cfg.run_dir / "plots")
+    tracker.finish_study(
+        metrics={k: v for k, v in {
+            "best_cost_per_m_output_tokens": (winner.cost.value if winner and winner.cost
+                                              else best.cost_per_m_output_tokens if best
+                                              else None),
+            "tuning_delta": summary.tuning_delta.value if summary.tuning_delta else None,
+            "startup_share": split.shares()["startup"],
+            "measurement_share": split.shares()["measurement"],
+            "tuner_share": split.shares()["tuner"], "wall_s": wall}.items() if v is not None},
+        artifacts=[("", out), *(("plots", p) for p in plots.values())],
+        texts={"best_config.yaml": best_config_yaml(spec.name, winner, best),
+               "launch_command.sh": "#!/bin/sh\n" + (summary.best_command or "# none") + "\n"})
+    console.print(final_table(summary))
+    console.print(summary.verdict)
+    shares = split.shares()
+    console.print(f"time: {wall:.0f}s in all; start-up {shares['startup']:.0%}, measurement "
+                  f"{shares['measurement']:.0%}, teardown {shares['teardown']:.0%}, tuner "
+                  f"{shares['tuner']:.0%}")
+    console.print(f"summary in {out}; MLflow: {cfg.tracking}")
+    if summary.best_command:
+        console.print(f"best launch command:\n  {summary.best_command}", soft_wrap=True)
+    return summary
+
+
+def parse_enqueue(path: Path | None) -> list[dict[str, object]]:
+    if path is None:
+        return []
+    from tuner.config import load_yaml
+
+    data = load_yaml(path)
+    items = data if isinstance(data, list) else [data]
+    if not all(isinstance(i, dict) for i in items):
+        raise ConfigError(f"{path}: give a mapping of knob values, or a list of them")
+    return items
+

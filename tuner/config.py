@@ -1,0 +1,59 @@
+"""Shared pydantic base for every config model: unknown keys are errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from tuner.errors import ConfigError
+
+
+class StrictModel(BaseModel):
+    """Base model that rejects unknown keys and freezes instances."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def describe_validation_error(exc: ValidationError, source: str) -> str:
+    """Turn a pydantic error into one line: ``source: field.path: what is wrong (got X)``."""
+    parts = []
+    for err in exc.errors():
+        path = ".".join(str(p) for p in err["loc"] if not _is_union_tag(p)) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key; remove it or check its spelling"
+        got = err.get("input")
+        shown = "" if err["type"] in ("extra_forbidden", "missing") else f" (got {_short(got)})"
+        parts.append(f"{path}: {msg}{shown}")
+    more = f" (and {len(parts) - 1} more)" if len(parts) > 1 else ""
+    return f"{source}: {parts[0]}{more}"
+
+
+def _is_union_tag(part: object) -> bool:
+    # Discriminated unions put the tag value into the location, e.g. input.lognormal.mean.
+    return isinstance(part, str) and part.startswith("function-")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def load_yaml(path: Path) -> Any:
+    """Read a YAML file, turning I/O and syntax errors into one-line ConfigErrors."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: file not found") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "malformed YAML"
+        raise ConfigError(f"{path}: malformed YAML{where}: {problem}") from exc

@@ -1,0 +1,174 @@
+"""Engine specs: how to run an engine, as data (``engines/<name>.yaml``).
+
+A spec says how each knob of the common vocabulary renders (a flag with a value,
+a switch, a pair of on/off flags, or an environment variable), the engine's own
+default for it, how to launch the engine as a process or a container, how to
+tell it is ready, where its metrics are, which log lines mean "out of memory"
+or "invalid configuration", the validity rules a configuration must obey, and
+how many accelerators a configuration uses.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from tuner.config import StrictModel, describe_validation_error, load_yaml
+from tuner.errors import ConfigError
+
+Device = Literal["cpu", "gpu"]
+Scalar = bool | int | float | str
+
+
+def all_devices() -> list[Device]:
+    return ["cpu", "gpu"]
+
+
+class Knob(StrictModel):
+    """How one knob renders on the engine's command line or environment."""
+
+    flag: str | None = Field(default=None, description="e.g. --max-num-seqs")
+    container_flag: str | None = Field(
+        default=None, description="the flag in the container image when it differs")
+    style: Literal["value", "switch", "pair", "env"] = "value"
+    off_flag: str | None = Field(default=None, description="for style pair: the 'off' flag")
+    env: str | None = Field(default=None, description="for style env: the variable")
+    omit: list[Scalar] = Field(default_factory=list,
+                               description="values that render as nothing (engine default)")
+    default: Scalar | None | dict[Device, Scalar | None] = Field(
+        default=None, description="the engine's own default, per device when it differs")
+    devices: list[Device] = Field(default_factory=all_devices)
+    unit: str | None = None
+    always: bool = Field(default=False, description="render even for the defaults trial: the "
+                         "engine has no fixed default when it is unset")
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _shape(self) -> Knob:
+        if self.style == "env" and not self.env:
+            raise ValueError("style env needs `env`")
+        if self.style != "env" and not self.flag:
+            raise ValueError(f"style {self.style} needs `flag`")
+        if self.style == "pair" and not self.off_flag:
+            raise ValueError("style pair needs `off_flag`")
+        return self
+
+    def default_on(self, device: Device) -> Scalar | None:
+        if isinstance(self.default, dict):
+            return self.default.get(device)
+        return self.default
+
+
+class ProcessLaunch(StrictModel):
+    """A local process. Templates: {python} {model} {served_name} {port} {host}."""
+
+    argv: list[str]
+    env: dict[str, str] = Field(default_factory=dict)
+    requires: list[str] = Field(default_factory=list,
+                                description="Python distributions the command needs")
+
+
+class ContainerLaunch(StrictModel):
+    """A container from the engine's image. The same templates as the process argv."""
+
+    image: str
+    tag: str = "latest"
+    cpu_image: str | None = None
+    cpu_tag: str | None = None
+    entrypoint: list[str] | None = None
+    argv: list[str]
+    env: dict[str, str] = Field(default_factory=dict)
+    shm_size: str | None = None
+    ipc_host: bool = False
+    ulimits: dict[str, int] = Field(default_factory=dict)
+    model_mount: str = "/models/model"
+    cache_mounts: dict[str, str] = Field(
+        default_factory=dict, description="cache name -> path in the container")
+
+
+class Readiness(StrictModel):
+    health_path: str = "/health"
+    timeout_s: float = Field(default=900.0, gt=0)
+    poll_s: float = Field(default=1.0, gt=0)
+
+
+class Failures(StrictModel):
+    """Regular expressions over the engine log."""
+
+    oom: list[str] = Field(default_factory=list)
+    invalid_config: list[str] = Field(default_factory=list)
+
+
+class Rule(StrictModel):
+    """A configuration is invalid when ``invalid_when`` is true. Names: knob values, ``device``,
+    ``gpus``, ``attention_heads``, ``kv_heads``, ``max_model_len``, ``memory_gib``."""
+
+    name: str
+    invalid_when: str
+    message: str
+    source: str = ""
+
+
+class EngineSpec(StrictModel):
+    name: str = Field(pattern=r"^[a-z0-9_]+$")
+    display_name: str
+    distributions: list[str] = Field(default_factory=list,
+                                     description="Python packages whose version is the engine's")
+    process: ProcessLaunch | None = None
+    container: ContainerLaunch | None = None
+    readiness: Readiness = Readiness()
+    metrics_path: str | None = "/metrics"
+    forces_output_length: bool = True
+    failures: Failures = Failures()
+    knobs: dict[str, Knob]
+    rules: list[Rule] = Field(default_factory=list)
+    accelerators: list[str] = Field(
+        default_factory=list, description="knobs whose product is the accelerators a config uses")
+
+    @model_validator(mode="after")
+    def _refs(self) -> EngineSpec:
+        missing = [k for k in self.accelerators if k not in self.knobs]
+        if missing:
+            raise ValueError(f"accelerators name unknown knobs {missing}")
+        if self.process is None and self.container is None:
+            raise ValueError("give `process` or `container` (or both)")
+        return self
+
+    def defaults(self, device: Device) -> dict[str, Any]:
+        return {name: k.default_on(device) for name, k in self.knobs.items()
+                if device in k.devices}
+
+    def accelerators_used(self, config: dict[str, Any]) -> int:
+        n = 1
+        for name in self.accelerators:
+            value = config.get(name)
+            n *= int(value) if value else 1
+        return n
+
+
+def specs_root() -> Path:
+    """The repository folder that holds ``engines/`` and ``search_spaces/``."""
+    return Path(__file__).resolve().parents[2]
+
+
+def engine_names(root: Path | None = None) -> list[str]:
+    return sorted(p.stem for p in ((root or specs_root()) / "engines").glob("*.yaml"))
+
+
+@cache
+def load_engine_spec(name: str, root: Path | None = None) -> EngineSpec:
+    path = (root or specs_root()) / "engines" / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"unknown engine {name!r}; choose one of: "
+                          f"{', '.join(engine_names(root))}")
+    return parse_engine_spec(path)
+
+
+def parse_engine_spec(path: Path) -> EngineSpec:
+    try:
+        return EngineSpec.model_validate(load_yaml(path))
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, str(path))) from exc

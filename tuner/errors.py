@@ -1,0 +1,43 @@
+"""The one exception tree of the project.
+
+Every error a user can see derives from :class:`TunerError`. The CLI maps
+:class:`ConfigError` (and its children) to exit code 2, everything else to 1.
+Errors from Docker, httpx and MLflow are translated at module boundaries with
+``raise ... from exc`` so that callers only ever handle these types.
+"""
+
+from __future__ import annotations
+
+
+class TunerError(Exception):
+    """Base class: a failure the tool reports in one line."""
+
+
+class ConfigError(TunerError):
+    """Bad input: a workload, spec, search space or option is wrong. Exit code 2."""
+
+
+class EndpointError(ConfigError):
+    """The endpoint is unreachable, not OpenAI-compatible, or does not serve the model."""
+
+
+class EngineError(TunerError):
+    """An engine failed to start or died."""
+
+
+class EngineStartError(EngineError):
+    """The engine exited or timed out before it was ready."""
+
+    def __init__(self, message: str, *, outcome: str, exit_code: int | None, log_tail: str) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+        self.exit_code = exit_code
+        self.log_tail = log_tail
+
+
+class EngineCrashed(EngineError):
+    """The engine died while it was serving load."""
+
+
+class StudyError(TunerError):
+    """The study storage or tracking store failed."""

@@ -1,0 +1,87 @@
+"""The launcher seam: start an engine, tell whether it lives, read its log, stop it.
+
+Contract (every launcher passes ``tests/unit/launch/contract.py`` and the
+integration contract tests):
+
+- ``start(request)`` returns an :class:`EngineHandle` at once; it does not wait
+  for readiness (``tuner.launch.readiness.wait_ready`` does, watching the handle).
+- The handle owns the engine: ``stop()`` always works, is idempotent, and leaves no
+  process or container behind (SIGTERM, a grace period, then SIGKILL).
+- ``exit_code()`` is None while the engine runs. ``log_tail()`` works before,
+  during and after the run; the full log is at ``log_path``.
+- Handles are used from one thread. Nothing secret is in ``describe()``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import SecretStr
+
+from tuner.engines.render import Rendered
+from tuner.engines.spec import EngineSpec
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """Everything a launcher needs to start one engine for one trial."""
+
+    spec: EngineSpec
+    config: dict[str, Any]
+    model: str
+    served_name: str
+    log_path: Path
+    labels: dict[str, str] = field(default_factory=dict)
+    secret_env: dict[str, SecretStr] = field(default_factory=dict)
+    devices: list[int] = field(default_factory=list)
+    cache_dir: Path | None = None
+
+
+class EngineHandle(ABC):
+    """A started engine."""
+
+    base_url: str
+    log_path: Path
+    rendered: Rendered
+
+    @abstractmethod
+    def exit_code(self) -> int | None:
+        """None while the engine runs; its exit status once it has ended."""
+
+    @abstractmethod
+    def stop(self, grace_s: float = 20.0) -> None:
+        """Stop the engine and everything it started. Idempotent."""
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    @property
+    def metrics_url(self) -> str | None:
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        """What to record about this launch (no secrets)."""
+        return {"command": self.rendered.command_line()}
+
+
+class Launcher(Protocol):
+    name: str
+
+    def start(self, request: LaunchRequest) -> EngineHandle: ...
+
+    def cleanup_orphans(self) -> list[str]:
+        """Remove engines of ours whose tuner is gone; return what was removed."""
+        ...

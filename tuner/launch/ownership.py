@@ -1,0 +1,61 @@
+"""Which engines are ours, and which of ours are orphans.
+
+Every engine process we start carries ``TUNER_OWNER_PID`` and
+``TUNER_OWNER_STARTED`` (the tuner's pid and start time) in its environment,
+which its children inherit. An engine whose owner is no longer alive was left
+by a tuner that was killed; cleanup removes those and nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+
+import psutil
+
+log = logging.getLogger(__name__)
+
+OWNER_PID = "TUNER_OWNER_PID"
+OWNER_STARTED = "TUNER_OWNER_STARTED"
+
+
+def owner_marker() -> dict[str, str]:
+    """The environment (or labels) that mark an engine as started by this process."""
+    me = psutil.Process()
+    return {OWNER_PID: str(me.pid), OWNER_STARTED: f"{me.create_time():.3f}"}
+
+
+def owner_alive(pid: str, started: str) -> bool:
+    try:
+        proc = psutil.Process(int(pid))
+        return f"{proc.create_time():.3f}" == started
+    except (psutil.NoSuchProcess, ValueError):
+        return False
+
+
+def orphan_processes() -> list[psutil.Process]:
+    """Processes that carry our marker and whose owner is gone."""
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            env = proc.environ()
+        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess, OSError):
+            continue
+        pid, started = env.get(OWNER_PID), env.get(OWNER_STARTED)
+        if pid is not None and started is not None and not owner_alive(pid, started):
+            found.append(proc)
+    return found
+
+
+def kill_orphan_processes() -> list[str]:
+    """SIGKILL every orphan engine process; return their descriptions."""
+    killed = []
+    for proc in orphan_processes():
+        with contextlib.suppress(psutil.NoSuchProcess, ProcessLookupError):
+            desc = f"pid {proc.pid} ({proc.name()})"
+            os.kill(proc.pid, signal.SIGKILL)
+            killed.append(desc)
+            log.info("killed orphan engine process %s", desc)
+    return killed

@@ -1,0 +1,136 @@
+"""Run an engine as a local process (CPU hosts, or GPUs without containers).
+
+The engine gets its own session and process group, a free port, and its log in
+a file (never an undrained pipe). ``stop`` sends SIGTERM to the group, waits,
+then SIGKILLs the group and any descendant that left it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tuner.engines.render import Rendered, render
+from tuner.engines.spec import Device
+from tuner.errors import EngineStartError
+from tuner.launch.base import EngineHandle, LaunchRequest
+from tuner.launch.ownership import kill_orphan_processes, owner_marker
+
+log = logging.getLogger(__name__)
+
+_PR_SET_PDEATHSIG = 1
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Ask the kernel to SIGKILL the engine if the tuner dies (Linux)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class ProcessHandle(EngineHandle):
+    def __init__(self, proc: subprocess.Popen[bytes], rendered: Rendered, base_url: str,
+                 log_path: Path, metrics_path: str | None) -> None:
+        self._proc = proc
+        self.rendered = rendered
+        self.base_url = base_url
+        self.log_path = log_path
+        self._metrics_path = metrics_path
+        self._stopped = False
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
+    def metrics_url(self) -> str | None:
+        return None if self._metrics_path is None else self.base_url + self._metrics_path
+
+    def exit_code(self) -> int | None:
+        return self._proc.poll()
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            family = psutil.Process(self._proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            family = []
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and (
+                self._proc.poll() is None or any(p.is_running() and
+                                                 p.status() != psutil.STATUS_ZOMBIE
+                                                 for p in family)):
+            time.sleep(0.2)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        for p in family:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=10)
+        psutil.wait_procs(family, timeout=5)
+
+    def describe(self) -> dict[str, Any]:
+        return {"launcher": "process", "command": self.rendered.command_line(),
+                "pid": self._proc.pid}
+
+
+class ProcessLauncher:
+    """Starts engines as local processes."""
+
+    name = "process"
+
+    def __init__(self, host: str = "127.0.0.1", python: str = sys.executable) -> None:
+        self.host = host
+        self.python = python
+
+    def start(self, request: LaunchRequest) -> ProcessHandle:
+        spec = request.spec
+        port = free_port(self.host)
+        device: Device = "gpu" if request.devices else "cpu"
+        rendered = render(spec, request.config, device=device, mode="process",
+                          values={"python": self.python, "model": request.model,
+                                  "served_name": request.served_name, "port": str(port),
+                                  "host": self.host})
+        env = {**os.environ, **rendered.env, **owner_marker(),
+               **{k: v.get_secret_value() for k, v in request.secret_env.items()}}
+        if request.devices:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in request.devices)
+        request.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with request.log_path.open("wb") as logfile:
+            logfile.write(f"$ {rendered.command_line()}\n".encode())
+            logfile.flush()
+            try:
+                proc = subprocess.Popen(rendered.argv, stdout=logfile, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, env=env,
+                                        start_new_session=True, preexec_fn=_die_with_parent)
+            except OSError as exc:
+                raise EngineStartError(f"cannot run {rendered.argv[0]}: {exc.strerror}",
+                                       outcome="invalid_config", exit_code=None,
+                                       log_tail="") from exc
+        log.debug("started %s pid %s on port %s", spec.name, proc.pid, port)
+        return ProcessHandle(proc, rendered, f"http://{self.host}:{port}", request.log_path,
+                             spec.metrics_path)
+
+    def cleanup_orphans(self) -> list[str]:
+        return kill_orphan_processes()

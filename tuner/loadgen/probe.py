@@ -1,0 +1,113 @@
+"""Check an endpoint before loading it: reachable, OpenAI-compatible, serves the model, and
+which request extras it accepts (forced output lengths, usage in the stream)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import replace
+from typing import Any
+
+import httpx
+
+from tuner.errors import EndpointError
+from tuner.loadgen.client import Api, ServerCaps, chunk_text, request_body
+from tuner.workload.plan import PlannedRequest
+
+log = logging.getLogger(__name__)
+
+PROBE_TOKENS = 4
+
+
+def normalise_endpoint(url: str) -> str:
+    """``http://host:port`` from a URL that may end in ``/`` or ``/v1``."""
+    url = url.rstrip("/")
+    if url.endswith("/v1"):
+        url = url[:-3]
+    if not url.startswith(("http://", "https://")):
+        raise EndpointError(f"endpoint {url!r} needs a scheme, e.g. http://127.0.0.1:8000")
+    return url
+
+
+async def served_models(http: httpx.AsyncClient, url: str) -> list[str]:
+    try:
+        resp = await http.get(f"{url}/v1/models")
+    except httpx.ConnectError as exc:
+        raise EndpointError(f"cannot reach {url}: connection refused; start the server or fix "
+                            "--endpoint") from exc
+    except httpx.HTTPError as exc:
+        raise EndpointError(f"cannot reach {url}: {type(exc).__name__}; check --endpoint") from exc
+    if resp.status_code != 200:
+        raise EndpointError(f"{url} is not an OpenAI-compatible server: GET /v1/models answered "
+                            f"HTTP {resp.status_code}")
+    try:
+        return [str(m["id"]) for m in resp.json()["data"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise EndpointError(f"{url} is not an OpenAI-compatible server: GET /v1/models did not "
+                            "return a model list") from exc
+
+
+async def _try(http: httpx.AsyncClient, url: str, api: Api, body: dict[str, Any]
+               ) -> tuple[int, dict[str, Any] | None, str]:
+    """POST a streaming request; return (status, last usage, text)."""
+    path = "/v1/chat/completions" if api == "chat" else "/v1/completions"
+    usage = None
+    text = ""
+    async with http.stream("POST", f"{url}{path}", json=body) as resp:
+        if resp.status_code != 200:
+            await resp.aread()
+            return resp.status_code, None, resp.text[:200]
+        async for line in resp.aiter_lines():
+            if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+                continue
+            try:
+                event = json.loads(line[5:])
+            except json.JSONDecodeError as exc:
+                raise EndpointError(f"{url} is not an OpenAI-compatible server: its stream is "
+                                    "not JSON server-sent events") from exc
+            usage = event.get("usage") or usage
+            text += "".join(chunk_text(c) for c in event.get("choices") or [])
+    return 200, usage, text
+
+
+async def probe_endpoint(url: str, model: str, api: Api, prompt: str, prompt_tokens: int
+                         ) -> ServerCaps:
+    """Validate the endpoint and find what it accepts. Raises EndpointError (bad input)."""
+    async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
+        models = await served_models(http, url)
+        if model not in models:
+            raise EndpointError(f"{url} does not serve model {model!r}; it serves "
+                                f"{', '.join(models) or 'nothing'}: set `model:` in the workload")
+        req = PlannedRequest(0, "probe", None, prompt_tokens, PROBE_TOKENS, prompt)
+        caps = ServerCaps()
+        # Drop extras one at a time until the server accepts the request.
+        attempts = [caps, replace(caps, continuous_usage=False),
+                    replace(caps, continuous_usage=False, forces_output_length=False),
+                    ServerCaps(False, False, False)]
+        last = ""
+        for attempt in attempts:
+            body = request_body(req, model=model, api=api, caps=attempt, temperature=0.0)
+            try:
+                status, usage, text = await _try(http, url, api, body)
+            except httpx.HTTPError as exc:
+                raise EndpointError(f"{url} failed a test request ({type(exc).__name__}); is it "
+                                    "an OpenAI-compatible server?") from exc
+            if status == 200:
+                continuous = attempt.continuous_usage and usage is not None
+                overhead = None
+                if api == "chat" and usage and "prompt_tokens" in usage:
+                    overhead = int(usage["prompt_tokens"]) - prompt_tokens
+                caps = replace(attempt, continuous_usage=continuous,
+                               stream_usage=attempt.stream_usage and usage is not None,
+                               chat_template_tokens=overhead)
+                if not text and not usage:
+                    raise EndpointError(f"{url} is not an OpenAI-compatible server: a test "
+                                        f"request to {api} streamed no text")
+                log.debug("endpoint %s accepts %s", url, caps)
+                return caps
+            if status == 404:
+                raise EndpointError(f"{url} has no /v1/{'chat/' if api == 'chat' else ''}"
+                                    f"completions route; set `api:` in the workload to one the "
+                                    "server has")
+            last = f"HTTP {status}: {text}"
+        raise EndpointError(f"{url} refused every test request ({last})")

@@ -1,0 +1,105 @@
+"""Per-request records: what happened to each request, on one clock.
+
+Times are nanoseconds from the start of the run (``time.perf_counter_ns``).
+A failed request is a record with ``error`` set, never an exception.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    index: int
+    class_name: str
+    prefix_group: int | None
+    input_tokens: int
+    planned_output_tokens: int
+    scheduled_ns: int
+    sent_ns: int = 0
+    first_token_ns: int | None = None
+    done_ns: int | None = None
+    chunk_ns: list[int] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    status: int | None = None
+    error: str | None = None
+    warmup: bool = False
+    step: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.done_ns is not None
+
+    @property
+    def ttft_ns(self) -> int | None:
+        return None if self.first_token_ns is None else self.first_token_ns - self.sent_ns
+
+    @property
+    def e2e_ns(self) -> int | None:
+        return None if self.done_ns is None else self.done_ns - self.sent_ns
+
+    @property
+    def generated(self) -> int:
+        """Output tokens: the server's ``usage`` count, else the tokens seen in chunks."""
+        return self.output_tokens if self.output_tokens is not None else sum(self.chunk_tokens)
+
+    def itl_ns(self) -> list[float]:
+        """Inter-token gaps. A chunk that carries k tokens after a gap g gives k gaps of g/k."""
+        gaps: list[float] = []
+        for i in range(1, len(self.chunk_ns)):
+            k = max(1, self.chunk_tokens[i])
+            gaps.extend([(self.chunk_ns[i] - self.chunk_ns[i - 1]) / k] * k)
+        return gaps
+
+    def tpot_ns(self) -> float | None:
+        """(e2e - ttft) / (output tokens - 1), as vLLM's benchmark defines it."""
+        if not self.ok or self.ttft_ns is None or self.generated < 2:
+            return None
+        return (self.e2e_ns - self.ttft_ns) / (self.generated - 1)  # type: ignore[operator]  # ok implies done_ns
+
+
+_LIST_FIELDS = {"chunk_ns", "chunk_tokens"}
+
+
+def write_records_csv(records: list[RequestRecord], path: Path) -> None:
+    """One row per request; chunk lists are JSON arrays in their cells."""
+    names = [f.name for f in fields(RequestRecord)]
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(names)
+        for rec in records:
+            row = []
+            for name in names:
+                value = getattr(rec, name)
+                row.append(json.dumps(value) if name in _LIST_FIELDS else
+                           "" if value is None else value)
+            writer.writerow(row)
+
+
+def read_records_csv(path: Path) -> list[RequestRecord]:
+    """Inverse of :func:`write_records_csv`."""
+    out = []
+    kinds = {f.name: f.type for f in fields(RequestRecord)}
+    with path.open(newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            kwargs: dict[str, object] = {}
+            for name, text in row.items():
+                kind = str(kinds[name])
+                if name in _LIST_FIELDS:
+                    kwargs[name] = json.loads(text)
+                elif text == "":
+                    kwargs[name] = None
+                elif kind.startswith("int"):
+                    kwargs[name] = int(text)
+                elif kind == "bool":
+                    kwargs[name] = text == "True"
+                else:
+                    kwargs[name] = text
+            out.append(RequestRecord(**kwargs))  # type: ignore[arg-type]  # built from the field list
+    return out

@@ -1,0 +1,213 @@
+"""Run a workload once at one load: dispatch, watch, collect.
+
+Open loop: every request goes at its precomputed send time on one monotonic
+clock, whatever the server does. Closed loop: ``concurrency`` workers each send
+their next request when the previous one ends. Prompts are built before the
+clock starts (open loop) so building them never delays a send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.loadgen.client import ServerCaps, StreamClient
+from tuner.loadgen.guard import SloGuard
+from tuner.loadgen.records import RequestRecord
+from tuner.metrics.server import MetricsScraper, ServerMetrics
+from tuner.progress import NULL_PROGRESS, Progress
+from tuner.workload.arrivals import NS, ConcurrencyArrivals
+from tuner.workload.models import Workload
+from tuner.workload.plan import PlannedRequest, RequestFactory, is_warmup, send_offsets_ns
+
+MAX_POOL = 20_000
+SPIN_NS = 2_000_000
+
+
+@dataclass
+class RunOutcome:
+    """The records of one run and how it ended."""
+
+    load: float
+    records: list[RequestRecord]
+    planned: int | None
+    wall_ns: int
+    stopped_early: str | None
+    server: ServerMetrics | None
+
+
+class Runner:
+    """Runs the workload against one endpoint; reusable across loads (capacity search)."""
+
+    def __init__(
+        self,
+        url: str,
+        workload: Workload,
+        factory: RequestFactory,
+        caps: ServerCaps,
+        *,
+        metrics_url: str | None = None,
+        progress: Progress = NULL_PROGRESS,
+    ) -> None:
+        self.url = url
+        self.workload = workload
+        self.factory = factory
+        self.caps = caps
+        self.metrics_url = metrics_url
+        self.progress = progress
+        self.partial: list[RequestRecord] = []
+
+    def _client(self, pool: int) -> StreamClient:
+        w = self.workload
+        return StreamClient(self.url, model=w.model, api=w.api, caps=self.caps,
+                            pool_size=min(MAX_POOL, max(16, pool)), timeout_s=w.request_timeout_s,
+                            temperature=w.temperature)
+
+    async def run(self, load: float | None = None, *, duration_s: float | None = None,
+                  epoch: int = 0, early_stop: bool = True) -> RunOutcome:
+        """One run at ``load`` (default: the workload's own) for the workload's stop or
+        ``duration_s``. ``epoch`` selects a fresh set of prompts."""
+        w = self.workload
+        arrival = w.arrival if load is None else w.arrival.with_load(load)
+        shaped = w.model_copy(update={"arrival": arrival})
+        slo = w.slo_bounds_ns
+        records: list[RequestRecord] = []
+        self.partial = records
+        if isinstance(arrival, ConcurrencyArrivals):
+            planned = w.stop.requests if duration_s is None else None
+            guard = SloGuard(planned=planned, ttft_bound_ns=slo[0],
+                             max_error_rate=w.slo.max_error_rate)
+            dispatch = await self._closed_loop(shaped, arrival.concurrency, records, epoch,
+                                               duration_s)
+            pool = arrival.concurrency
+        else:
+            offsets = send_offsets_ns(shaped, duration_s)
+            assert offsets is not None
+            reqs = await asyncio.to_thread(
+                lambda: [self.factory.make(i, epoch) for i in range(len(offsets))])
+            planned = sum(1 for i, off in enumerate(offsets) if not is_warmup(w, i, int(off)))
+            guard = SloGuard(planned=planned, ttft_bound_ns=slo[0],
+                             max_error_rate=w.slo.max_error_rate)
+            dispatch = self._open_loop(shaped, reqs, [int(o) for o in offsets], records, epoch)
+            pool = len(reqs)
+        self.progress.run_started(f"load {arrival.load:g}", planned)
+        async with self._client(pool) as client, MetricsScraper(self.metrics_url) as scraper:
+            t0 = time.perf_counter_ns()
+            stopped = await self._supervise(dispatch(client, t0), records, guard, t0, early_stop)
+            wall = time.perf_counter_ns() - t0
+        self.progress.run_finished()
+        return RunOutcome(arrival.load, records, planned, wall, stopped, scraper.summary())
+
+    async def _supervise(self, dispatch: Awaitable[None], records: list[RequestRecord],
+                         guard: SloGuard, t0: int, early_stop: bool) -> str | None:
+        """Run the dispatcher; stop it when the guard says the SLO is lost."""
+        task = asyncio.ensure_future(dispatch)
+        reason: str | None = None
+        try:
+            while not task.done():
+                await asyncio.wait([task], timeout=0.25)
+                if early_stop and not task.done():
+                    reason = guard.check(records, time.perf_counter_ns() - t0)
+                    if reason:
+                        task.cancel()
+                        break
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        except asyncio.CancelledError:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            raise
+        if reason:
+            for rec in records:
+                if rec.error == "cancelled":
+                    rec.error = f"cancelled: stopped early ({reason})"
+        return reason
+
+    def _start(self, client: StreamClient, req: PlannedRequest, rec: RequestRecord,
+               t0: int) -> Coroutine[Any, Any, None]:
+        async def go() -> None:
+            self.progress.request_sent(rec)
+            try:
+                await client.send(req, rec, t0)
+            finally:
+                self.progress.request_done(rec)
+        return go()
+
+    def _open_loop(self, w: Workload, reqs: list[PlannedRequest], offsets: list[int],
+                   records: list[RequestRecord], epoch: int
+                   ) -> Callable[[StreamClient, int], Awaitable[None]]:
+        async def dispatch(client: StreamClient, t0: int) -> None:
+            tasks: set[asyncio.Task[None]] = set()
+            try:
+                for req, off in zip(reqs, offsets, strict=True):
+                    await sleep_until(t0 + off)
+                    rec = _record(req, off, warmup=is_warmup(w, req.index, off), step=epoch)
+                    records.append(rec)
+                    task = asyncio.create_task(self._start(client, req, rec, t0))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                if tasks:
+                    await asyncio.wait(tasks)
+            finally:
+                await _cancel_all(tasks)
+        return dispatch
+
+    async def _closed_loop(self, w: Workload, concurrency: int, records: list[RequestRecord],
+                           epoch: int, duration_s: float | None
+                           ) -> Callable[[StreamClient, int], Awaitable[None]]:
+        limit = None if duration_s is not None or w.stop.requests is None else (
+            w.stop.requests + w.warmup.requests)
+        duration = duration_s if duration_s is not None else w.stop.duration_s
+        end_ns = None if duration is None else int((duration + w.warmup.duration_s) * NS)
+        counter = iter(range(limit if limit is not None else 1 << 62))
+        prebuilt = min(limit or 2 * concurrency, 4 * concurrency + 64)
+        await asyncio.to_thread(lambda: [self.factory.make(i, epoch) for i in range(prebuilt)])
+
+        async def worker(client: StreamClient, t0: int) -> None:
+            for index in counter:
+                now = time.perf_counter_ns() - t0
+                if end_ns is not None and now >= end_ns:
+                    return
+                req = await asyncio.to_thread(self.factory.make, index, epoch)
+                now = time.perf_counter_ns() - t0
+                rec = _record(req, now, warmup=is_warmup(w, index, now), step=epoch)
+                records.append(rec)
+                await self._start(client, req, rec, t0)
+
+        async def dispatch(client: StreamClient, t0: int) -> None:
+            workers = [asyncio.create_task(worker(client, t0)) for _ in range(concurrency)]
+            try:
+                await asyncio.gather(*workers)
+            finally:
+                await _cancel_all(set(workers))
+        return dispatch
+
+
+async def sleep_until(target_ns: int, spin_ns: int = SPIN_NS) -> None:
+    """Sleep until ``target_ns`` on the perf_counter clock. The event loop's timers are only
+    millisecond-precise, so sleep to just before the target and yield until it passes."""
+    delay = (target_ns - time.perf_counter_ns() - spin_ns) / NS
+    if delay > 0:
+        await asyncio.sleep(delay)
+    while time.perf_counter_ns() < target_ns:  # noqa: ASYNC110 - a deadline, not an event
+        await asyncio.sleep(0)
+
+
+def _record(req: PlannedRequest, scheduled_ns: int, *, warmup: bool, step: int) -> RequestRecord:
+    return RequestRecord(index=req.index, class_name=req.class_name,
+                         prefix_group=req.prefix_group, input_tokens=req.input_tokens,
+                         planned_output_tokens=req.output_tokens, scheduled_ns=scheduled_ns,
+                         sent_ns=scheduled_ns, warmup=warmup, step=step)
+
+
+async def _cancel_all(tasks: set[asyncio.Task[None]]) -> None:
+    pending = [t for t in tasks if not t.done()]
+    for t in pending:
+        t.cancel()
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)

@@ -1,0 +1,141 @@
+"""Scrape an engine's Prometheus metrics during a run.
+
+Gauges (KV-cache usage, queue length, running batch) are sampled every second and
+reported as mean and max; counters (preemptions, prefix-cache hits and queries)
+are reported as the difference between the last and the first scrape. Names
+are listed per engine below; values are summed over label sets (DP ranks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+from pydantic import BaseModel
+
+log = logging.getLogger(__name__)
+
+GAUGES: dict[str, tuple[str, ...]] = {
+    "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc",
+                       "sglang:token_usage", "llamacpp:kv_cache_usage_ratio",
+                       "trtllm_kv_cache_utilization"),
+    "queue_length": ("vllm:num_requests_waiting", "sglang:num_queue_reqs",
+                     "llamacpp:requests_deferred", "tgi_queue_size",
+                     "trtllm_num_requests_waiting"),
+    "running": ("vllm:num_requests_running", "sglang:num_running_reqs",
+                "llamacpp:requests_processing", "tgi_batch_current_size",
+                "trtllm_num_requests_running"),
+}
+COUNTERS: dict[str, tuple[str, ...]] = {
+    "preemptions": ("vllm:num_preemptions_total", "sglang:num_retracted_requests_total"),
+    "prefix_cache_hits": ("vllm:prefix_cache_hits_total", "sglang:cached_tokens_total",
+                          "trtllm_prompt_cache_hit_tokens_total"),
+    "prefix_cache_queries": ("vllm:prefix_cache_queries_total", "sglang:prompt_tokens_total",
+                             "trtllm_prompt_tokens_total"),
+}
+
+
+class ServerMetrics(BaseModel):
+    """What the server said about itself during the run (None: not exposed)."""
+
+    samples: int
+    kv_cache_usage_mean: float | None = None
+    kv_cache_usage_max: float | None = None
+    queue_length_mean: float | None = None
+    queue_length_max: float | None = None
+    running_mean: float | None = None
+    running_max: float | None = None
+    preemptions: float | None = None
+    prefix_cache_hits: float | None = None
+    prefix_cache_queries: float | None = None
+    prefix_cache_hit_rate: float | None = None
+
+
+_WANTED = tuple(n for names in (*GAUGES.values(), *COUNTERS.values()) for n in names)
+
+
+def parse_sample(text: str) -> dict[str, float]:
+    """Sum the samples we know by name from a Prometheus text exposition.
+
+    Lines of other metrics are dropped before parsing: engines expose hundreds of histogram
+    buckets, and parsing them all would stall the event loop that times requests.
+    """
+    wanted = "\n".join(line for line in text.splitlines()
+                        if line.startswith(_WANTED) and not line.startswith("#"))
+    values: dict[str, float] = {}
+    for family in text_string_to_metric_families(wanted + "\n"):
+        for sample in family.samples:
+            values[sample.name] = values.get(sample.name, 0.0) + float(sample.value)
+    return values
+
+
+def _pick(values: dict[str, float], names: tuple[str, ...]) -> float | None:
+    return next((values[n] for n in names if n in values), None)
+
+
+def summarise_scrapes(scrapes: list[dict[str, float]]) -> ServerMetrics | None:
+    if not scrapes:
+        return None
+    out: dict[str, float | int | None] = {"samples": len(scrapes)}
+    for key, names in GAUGES.items():
+        seen = [v for v in (_pick(s, names) for s in scrapes) if v is not None]
+        if seen:
+            out[f"{key}_mean"] = sum(seen) / len(seen)
+            out[f"{key}_max"] = max(seen)
+    for key, names in COUNTERS.items():
+        first, last = _pick(scrapes[0], names), _pick(scrapes[-1], names)
+        if first is not None and last is not None:
+            out[key] = last - first
+    hits, queries = out.get("prefix_cache_hits"), out.get("prefix_cache_queries")
+    if hits is not None and queries:
+        out["prefix_cache_hit_rate"] = hits / queries
+    return ServerMetrics.model_validate(out)
+
+
+class MetricsScraper:
+    """Polls ``url`` every ``interval_s`` while running; a missing endpoint disables it."""
+
+    def __init__(self, url: str | None, interval_s: float = 1.0) -> None:
+        self.url = url
+        self.interval_s = interval_s
+        self.scrapes: list[dict[str, float]] = []
+        self._task: asyncio.Task[None] | None = None
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(5.0))
+
+    async def scrape(self) -> None:
+        if self.url is None:
+            return
+        try:
+            resp = await self._http.get(self.url)
+            if resp.status_code != 200:
+                log.info("metrics at %s answered HTTP %s; not scraping", self.url,
+                         resp.status_code)
+                self.url = None
+                return
+            self.scrapes.append(parse_sample(resp.text))
+        except (httpx.HTTPError, ValueError) as exc:
+            log.debug("metrics scrape failed: %s", exc)
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            await self.scrape()
+
+    async def __aenter__(self) -> MetricsScraper:
+        await self.scrape()
+        self._task = asyncio.create_task(self._loop())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.scrape()
+        await self._http.aclose()
+
+    def summary(self) -> ServerMetrics | None:
+        return summarise_scrapes(self.scrapes)

@@ -1,0 +1,133 @@
+"""One run's figures, its SLO verdict and its cost, as a serialisable model."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from tuner.loadgen.client import ServerCaps
+from tuner.loadgen.runner import RunOutcome
+from tuner.metrics import figures as f
+from tuner.metrics.server import ServerMetrics
+from tuner.workload.models import Workload
+
+
+class SloCheck(BaseModel):
+    name: str
+    value: float | None
+    bound: float
+    ok: bool
+
+
+class SloVerdict(BaseModel):
+    passed: bool
+    checks: list[SloCheck]
+
+    def failed(self) -> list[str]:
+        return [c.name for c in self.checks if not c.ok]
+
+
+class RunSummary(BaseModel):
+    """Every figure of one run at one load."""
+
+    load: float
+    planned: int | None
+    requests: int
+    completed: int
+    errors: int
+    error_rate: float
+    duration_s: float
+    stopped_early: str | None
+    ttft_ms: f.Dist
+    itl_ms: f.Dist
+    tpot_ms: f.Dist
+    e2e_ms: f.Dist
+    request_throughput: float
+    input_token_throughput: float
+    output_token_throughput: float
+    total_token_throughput: float
+    goodput_rps: float
+    slo: SloVerdict
+    accelerators: int
+    usd_per_hour: float
+    cost_per_m_output_tokens: float | None
+    cost_per_m_total_tokens: float | None
+    output_lengths_forced: bool
+    output_length_match: float | None
+    input_length_match: float | None
+    chat_template_tokens: int | None
+    dispatch_lag_ms: f.Dist
+    server: ServerMetrics | None
+    error_samples: list[str]
+
+
+def _verdict(w: Workload, s: dict[str, float | None], completed: int) -> SloVerdict:
+    slo = w.slo
+    checks = [
+        ("ttft_p95_ms", s["ttft"], slo.ttft_p95_ms),
+        ("itl_p95_ms", s["itl"], slo.itl_p95_ms),
+        ("error_rate", s["err"], slo.max_error_rate),
+    ]
+    if slo.e2e_p99_ms is not None:
+        checks.append(("e2e_p99_ms", s["e2e"], slo.e2e_p99_ms))
+    out = [SloCheck(name=n, value=v, bound=b, ok=v is not None and v <= b) for n, v, b in checks]
+    if s["itl"] is None and completed > 0:  # one-token outputs have no ITL to judge
+        out[1] = SloCheck(name="itl_p95_ms", value=None, bound=slo.itl_p95_ms, ok=True)
+    return SloVerdict(passed=completed > 0 and all(c.ok for c in out), checks=out)
+
+
+def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: int = 1
+              ) -> RunSummary:
+    recs = f.measured(outcome.records)
+    ok = [r for r in recs if r.ok]
+    window_s = f.window_ns(recs) / 1e9
+    out_tokens = sum(r.generated for r in ok)
+    in_tokens = sum(r.prompt_tokens if r.prompt_tokens is not None else r.input_tokens
+                    for r in ok)
+    ttft, itl, tpot, e2e = (f.dist_ms(f.ttft_ns(recs)), f.dist_ms(f.itl_ns(recs)),
+                            f.dist_ms(f.tpot_ns(recs)), f.dist_ms(f.e2e_ns(recs)))
+    err = f.error_rate(recs)
+    verdict = _verdict(w, {"ttft": ttft.p95, "itl": itl.p95, "e2e": e2e.p99, "err": err},
+                       len(ok))
+    if outcome.stopped_early:  # the run was cut: it failed whatever the partial figures say
+        verdict = SloVerdict(passed=False, checks=verdict.checks)
+    bounds = w.slo_bounds_ns
+    good = sum(f.meets_slo(r, *bounds) for r in recs)
+
+    def per_s(n: float) -> float:
+        return n / window_s if window_s > 0 else 0.0
+
+    price = w.cost.usd_per_hour * (accelerators if w.cost.per_accelerator else 1)
+    sized = [r for r in ok if r.output_tokens is not None]
+    prompted = [r for r in ok if r.prompt_tokens is not None]
+    offset = caps.chat_template_tokens or 0
+    return RunSummary(
+        load=outcome.load,
+        planned=outcome.planned,
+        requests=len(recs),
+        completed=len(ok),
+        errors=sum(r.error is not None for r in recs),
+        error_rate=err,
+        duration_s=window_s,
+        stopped_early=outcome.stopped_early,
+        ttft_ms=ttft, itl_ms=itl, tpot_ms=tpot, e2e_ms=e2e,
+        request_throughput=per_s(len(ok)),
+        input_token_throughput=per_s(in_tokens),
+        output_token_throughput=per_s(out_tokens),
+        total_token_throughput=per_s(in_tokens + out_tokens),
+        goodput_rps=per_s(good),
+        slo=verdict,
+        accelerators=accelerators,
+        usd_per_hour=price,
+        cost_per_m_output_tokens=f.cost_per_million(price, per_s(out_tokens)),
+        cost_per_m_total_tokens=f.cost_per_million(price, per_s(in_tokens + out_tokens)),
+        output_lengths_forced=caps.forces_output_length,
+        output_length_match=(sum(r.output_tokens == r.planned_output_tokens for r in sized)
+                             / len(sized)) if sized else None,
+        input_length_match=(sum(r.prompt_tokens == r.input_tokens + offset for r in prompted)
+                            / len(prompted)) if prompted else None,
+        chat_template_tokens=caps.chat_template_tokens,
+        dispatch_lag_ms=f.dist_ms([r.sent_ns - r.scheduled_ns for r in outcome.records
+                                   if r.sent_ns]),
+        server=outcome.server,
+        error_samples=sorted({r.error for r in recs if r.error})[:5],
+    )

@@ -1,0 +1,75 @@
+"""Terminal tables for the end of a command."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+
+from tuner.metrics.figures import Dist
+from tuner.metrics.summary import RunSummary
+from tuner.search.capacity import CapacityResult
+
+
+def _ms(d: Dist, key: str) -> str:
+    value = getattr(d, key)
+    return "-" if value is None else f"{value:.1f}"
+
+
+def money(x: float | None) -> str:
+    return "-" if x is None else f"${x:.4g}"
+
+
+def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
+    rows = [
+        ("load", f"{s.load:.3g}"),
+        ("requests ok / errors", f"{s.completed} / {s.errors} ({s.error_rate:.1%})"),
+        ("request throughput", f"{s.request_throughput:.3f} req/s"),
+        ("output tokens/s", f"{s.output_token_throughput:.1f}"),
+        ("total tokens/s", f"{s.total_token_throughput:.1f}"),
+        ("goodput", f"{s.goodput_rps:.3f} req/s"),
+        ("cost per M output tokens", money(s.cost_per_m_output_tokens)),
+        ("cost per M total tokens", money(s.cost_per_m_total_tokens)),
+        ("SLO", "pass" if s.slo.passed else f"FAIL ({', '.join(s.slo.failed()) or 'cut'})"),
+    ]
+    if s.stopped_early:
+        rows.append(("stopped early", s.stopped_early))
+    srv = s.server
+    if srv is not None:
+        for label, value, fmt in (
+            ("KV-cache usage max", srv.kv_cache_usage_max, "{:.1%}"),
+            ("queue length max", srv.queue_length_max, "{:g}"),
+            ("preemptions", srv.preemptions, "{:g}"),
+            ("prefix-cache hit rate", srv.prefix_cache_hit_rate, "{:.1%}"),
+        ):
+            if value is not None:
+                rows.append((label, fmt.format(value)))
+    return rows
+
+
+def summary_table(s: RunSummary, title: str) -> Group:
+    lat = Table(title=title, title_justify="left")
+    lat.add_column("ms")
+    for col in ("mean", "p50", "p90", "p95", "p99"):
+        lat.add_column(col, justify="right")
+    for name, d in (("TTFT", s.ttft_ms), ("ITL", s.itl_ms), ("TPOT", s.tpot_ms),
+                    ("E2E", s.e2e_ms)):
+        lat.add_row(name, *(_ms(d, k) for k in ("mean", "p50", "p90", "p95", "p99")))
+    facts = Table(show_header=False)
+    facts.add_column()
+    facts.add_column(justify="right")
+    for name, value in summary_rows(s):
+        facts.add_row(name, value)
+    return Group(lat, facts)
+
+
+def capacity_table(c: CapacityResult) -> Table:
+    t = Table(title=f"capacity search ({c.stopped_by})", title_justify="left")
+    for col in ("step", "load", "SLO", "p95 TTFT ms", "p95 ITL ms", "out tok/s", "$/M out",
+                "note"):
+        t.add_column(col, justify="right" if col not in ("SLO", "note") else "left")
+    for i, s in enumerate(c.steps):
+        t.add_row(str(i), f"{s.load:.3g}", "pass" if s.slo.passed else "fail",
+                  _ms(s.ttft_ms, "p95"), _ms(s.itl_ms, "p95"),
+                  f"{s.output_token_throughput:.1f}", money(s.cost_per_m_output_tokens),
+                  (s.stopped_early or "")[:48])
+    return t

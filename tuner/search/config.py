@@ -1,0 +1,51 @@
+"""The run config of a study (``tune --engine ... --workload ...``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from tuner.config import StrictModel
+
+
+class TuneConfig(StrictModel):
+    engine: str
+    workload: Path
+    model: str = Field(description="model folder or Hugging Face id the engine serves")
+    served_name: str | None = Field(default=None, description="default: the workload's model")
+    search_space: Path | None = None
+    trials: int = Field(default=20, ge=1, le=10_000, description="finished trials to reach")
+    time_budget_s: float | None = Field(default=None, gt=0)
+    launcher: Literal["process"] = "process"
+    image_tag: str | None = None
+    study_name: str | None = None
+    storage: str | None = Field(default=None, description="Optuna storage URL; default: SQLite "
+                                "in the output folder")
+    tracking_uri: str | None = None
+    out_dir: Path = Path("tune-runs")
+    seed: int = Field(default=0, ge=0)
+    remeasure_top: int = Field(default=2, ge=0, le=20)
+    remeasure_repeats: int = Field(default=1, ge=1, le=20)
+    remeasure_duration_s: float | None = Field(default=None, gt=0)
+    enqueue: list[dict[str, Any]] = Field(default_factory=list,
+                                          description="configurations to try first")
+    device: Literal["auto", "cpu", "gpu"] = "auto"
+    startup_timeout_s: float | None = Field(default=None, gt=0)
+
+    @property
+    def name(self) -> str:
+        return self.study_name or f"{self.engine}-{self.workload.stem}"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.out_dir / self.name
+
+    @property
+    def storage_url(self) -> str:
+        return self.storage or f"sqlite:///{(self.run_dir / 'study.db').resolve()}"
+
+    @property
+    def tracking(self) -> str:
+        return self.tracking_uri or f"sqlite:///{(self.run_dir / 'mlflow.db').resolve()}"

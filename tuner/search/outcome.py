@@ -1,0 +1,54 @@
+"""What one trial produced: its class, its score and its evidence."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from tuner.metrics.summary import RunSummary
+from tuner.search.capacity import CapacityResult
+
+Outcome = Literal["ok", "oom", "invalid_config", "startup_timeout", "crashed",
+                  "crashed_during_load", "slo_infeasible", "interrupted"]
+FAILED_OUTCOMES = ("oom", "invalid_config", "startup_timeout", "crashed", "crashed_during_load")
+
+
+class Timing(BaseModel):
+    startup_s: float = 0.0
+    measure_s: float = 0.0
+    teardown_s: float = 0.0
+    wall_s: float = 0.0
+
+
+class TrialResult(BaseModel):
+    number: int
+    config: dict[str, Any]
+    defaults: bool
+    outcome: Outcome
+    detail: str = ""
+    rejected_before_launch: bool = False
+    broken_rules: list[str] = []
+    cost_per_m_output_tokens: float | None = None
+    max_load: float | None = None
+    best: RunSummary | None = None
+    capacity: CapacityResult | None = None
+    command: str | None = None
+    launch: dict[str, Any] = {}
+    accelerators: int = 1
+    log_path: str | None = None
+    records_path: str | None = None
+    log_tail: str | None = None
+    timing: Timing = Timing()
+
+    @property
+    def feasible(self) -> bool:
+        return self.outcome == "ok" and self.cost_per_m_output_tokens is not None
+
+    def line(self) -> str:
+        """One line for the terminal."""
+        head = f"trial {self.number}{' (defaults)' if self.defaults else ''}: {self.outcome}"
+        if self.feasible:
+            return (f"{head}, ${self.cost_per_m_output_tokens:.4g}/M output tokens at load "
+                    f"{self.max_load:.3g}")
+        return f"{head}: {self.detail}"[:200]

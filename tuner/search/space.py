@@ -1,0 +1,162 @@
+"""Search spaces (``search_spaces/<engine>.yaml``): the knobs to tune, as data.
+
+Each knob has a type (int, float, bool, categorical) with its range or choices,
+optional log scale, the devices it applies to, per-device choices, and a
+condition (``when``: an expression over knobs sampled before it). The space
+adapts to the host (:meth:`SearchSpace.for_host`): knobs for other devices go,
+tensor-parallel sizes that do not divide both the GPU count and the model's
+attention heads go. ``constraints`` add validity rules to the engine's own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import optuna
+from pydantic import Field, ValidationError, model_validator
+from simpleeval import EvalWithCompoundTypes
+
+from tuner.config import StrictModel, describe_validation_error, load_yaml
+from tuner.engines.model_info import ModelInfo
+from tuner.engines.spec import Device, EngineSpec, Rule, Scalar, all_devices, specs_root
+from tuner.errors import ConfigError
+from tuner.hardware import Hardware
+
+
+class _Knob(StrictModel):
+    devices: list[Device] = Field(default_factory=all_devices)
+    when: str | None = Field(default=None, description="sample only when this is true")
+
+
+class IntKnob(_Knob):
+    type: Literal["int"]
+    low: int
+    high: int
+    log: bool = False
+    step: int = 1
+
+    @model_validator(mode="after")
+    def _range(self) -> IntKnob:
+        if self.low > self.high:
+            raise ValueError(f"`low <= high` must hold, but got low={self.low}, high={self.high}")
+        if self.log and self.low < 1:
+            raise ValueError("a log-scale knob needs low >= 1")
+        return self
+
+    def suggest(self, trial: optuna.Trial, name: str) -> int:
+        return trial.suggest_int(name, self.low, self.high, log=self.log,
+                                 step=1 if self.log else self.step)
+
+    def contains(self, value: Any) -> bool:
+        return isinstance(value, int) and self.low <= value <= self.high
+
+
+class FloatKnob(_Knob):
+    type: Literal["float"]
+    low: float
+    high: float
+    log: bool = False
+
+    @model_validator(mode="after")
+    def _range(self) -> FloatKnob:
+        if self.low > self.high:
+            raise ValueError(f"`low <= high` must hold, but got low={self.low}, high={self.high}")
+        return self
+
+    def suggest(self, trial: optuna.Trial, name: str) -> float:
+        return trial.suggest_float(name, self.low, self.high, log=self.log)
+
+    def contains(self, value: Any) -> bool:
+        return isinstance(value, int | float) and self.low <= value <= self.high
+
+
+class BoolKnob(_Knob):
+    type: Literal["bool"]
+
+    def suggest(self, trial: optuna.Trial, name: str) -> bool:
+        return bool(trial.suggest_categorical(name, [False, True]))
+
+    def contains(self, value: Any) -> bool:
+        return isinstance(value, bool)
+
+
+class CategoricalKnob(_Knob):
+    type: Literal["categorical"]
+    choices: list[Scalar] = Field(min_length=1)
+    choices_on: dict[Device, list[Scalar]] = Field(default_factory=dict)
+    filter: Literal["divides_heads_and_gpus"] | None = None
+
+    def suggest(self, trial: optuna.Trial, name: str) -> Scalar:
+        value = trial.suggest_categorical(name, self.choices)
+        assert value is not None
+        return value
+
+    def contains(self, value: Any) -> bool:
+        return value in self.choices
+
+
+SpaceKnob = Annotated[IntKnob | FloatKnob | BoolKnob | CategoricalKnob,
+                      Field(discriminator="type")]
+
+
+class SearchSpace(StrictModel):
+    engine: str
+    description: str = ""
+    knobs: dict[str, SpaceKnob]
+    constraints: list[Rule] = Field(default_factory=list)
+
+    def check_against(self, spec: EngineSpec) -> None:
+        unknown = [k for k in self.knobs if k not in spec.knobs]
+        if unknown:
+            raise ConfigError(f"search space for {self.engine}: knob {unknown[0]!r} is not in "
+                              f"engines/{spec.name}.yaml; add it there or remove it here")
+
+    def for_host(self, hw: Hardware, model: ModelInfo) -> SearchSpace:
+        """The knobs that apply on this host, with choices that fit it."""
+        knobs: dict[str, SpaceKnob] = {}
+        for name, knob in self.knobs.items():
+            if hw.device not in knob.devices:
+                continue
+            if isinstance(knob, CategoricalKnob):
+                choices = knob.choices_on.get(hw.device, knob.choices)
+                if knob.filter == "divides_heads_and_gpus":
+                    limit = hw.gpu_count if hw.device == "gpu" else hw.numa_nodes
+                    choices = [c for c in choices if isinstance(c, int) and c >= 1
+                               and model.attention_heads % c == 0 and limit % c == 0]
+                if not choices:
+                    continue
+                knob = knob.model_copy(update={"choices": choices, "choices_on": {}})
+            knobs[name] = knob
+        return self.model_copy(update={"knobs": knobs})
+
+    def sample(self, trial: optuna.Trial) -> dict[str, Any]:
+        """Define-by-run sampling in file order; ``when`` sees the knobs sampled so far."""
+        config: dict[str, Any] = {}
+        for name, knob in self.knobs.items():
+            if knob.when is not None and not EvalWithCompoundTypes(names=config).eval(knob.when):
+                continue
+            config[name] = knob.suggest(trial, name)
+        return config
+
+    def clamp_defaults(self, defaults: dict[str, Any]) -> dict[str, Any]:
+        """The engine defaults as Optuna params (only knobs in this space, values it holds)."""
+        return {k: v for k, v in defaults.items() if k in self.knobs
+                and self.knobs[k].contains(v)}
+
+
+def search_space_names(root: Path | None = None) -> list[str]:
+    return sorted(p.stem for p in ((root or specs_root()) / "search_spaces").glob("*.yaml"))
+
+
+def load_search_space(path_or_engine: str | Path, root: Path | None = None) -> SearchSpace:
+    path = Path(path_or_engine)
+    if not path.suffix:
+        path = (root or specs_root()) / "search_spaces" / f"{path_or_engine}.yaml"
+        if not path.is_file():
+            raise ConfigError(f"no search space for engine {str(path_or_engine)!r}; give "
+                              f"--search-space FILE or add {path}")
+    try:
+        return SearchSpace.model_validate(load_yaml(path))
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, str(path))) from exc

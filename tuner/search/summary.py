@@ -1,0 +1,155 @@
+"""The end of a study: ``summary.json``, the best config, the terminal table, the plots."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import optuna
+import yaml
+from optuna.trial import TrialState
+from pydantic import BaseModel
+from rich.table import Table
+
+from tuner.search.outcome import TrialResult
+from tuner.search.remeasure import Remeasured, RemeasureOutcome
+from tuner.search.study import FAILED_COST
+from tuner.stats import Interval
+
+log = logging.getLogger(__name__)
+
+
+class TimeSplit(BaseModel):
+    wall_s: float
+    startup_s: float
+    measure_s: float
+    teardown_s: float
+    tuner_s: float
+
+    def shares(self) -> dict[str, float]:
+        w = self.wall_s or 1.0
+        return {"startup": self.startup_s / w, "measurement": self.measure_s / w,
+                "teardown": self.teardown_s / w, "tuner": self.tuner_s / w}
+
+
+class StudySummary(BaseModel):
+    study: str
+    engine: str
+    engine_version: str
+    model: str
+    workload: str
+    workload_sha256: str | None
+    hardware: str
+    tuner_version: str
+    trials: dict[str, int]
+    defaults_trial: TrialResult | None
+    best_trial: TrialResult | None
+    remeasure: RemeasureOutcome | None
+    tuning_delta: Interval | None
+    verdict: str
+    best_config: dict[str, Any] | None
+    best_command: str | None
+    time: TimeSplit
+    time_shares: dict[str, float]
+
+
+def verdict(engine: str, r: RemeasureOutcome | None, defaults: TrialResult | None,
+            best: TrialResult | None) -> str:
+    if best is None:
+        return f"no configuration of {engine} met the SLOs"
+    if defaults is None or not defaults.feasible:
+        return (f"{engine}'s defaults met no load within the SLOs; the best configuration "
+                f"(trial {best.number}) costs ${best.cost_per_m_output_tokens:.4g}/M output tokens")
+    if r is None or r.tuning_delta is None or r.winner is None:
+        ratio = (defaults.cost_per_m_output_tokens or 0) / (best.cost_per_m_output_tokens or 1)
+        return f"tuning {engine} saved {ratio:.2f}x in the search (not re-measured)"
+    d = r.tuning_delta
+    if r.winner.defaults:
+        return (f"{engine}'s defaults stayed the cheapest on fresh starts: tuning found "
+                "nothing better")
+    sure = "" if d.low > 1 else " (the interval includes 1: not a sure gain)"
+    return f"tuning {engine} saved {d.value:.2f}x ({d.low:.2f}-{d.high:.2f}){sure}"
+
+
+def best_config_yaml(engine: str, winner: Remeasured | None, best: TrialResult | None) -> str:
+    config = winner.config if winner else (best.config if best else {})
+    return yaml.safe_dump({"engine": engine, "config": config}, sort_keys=True)
+
+
+def final_table(summary: StudySummary) -> Table:
+    t = Table(title=f"{summary.study}: defaults vs best", title_justify="left")
+    for col in ("", "cost per M output tokens", "sustainable load", "p95 TTFT ms", "p95 ITL ms"):
+        t.add_column(col, justify="left" if not col else "right")
+    rm = summary.remeasure
+    rows: list[tuple[str, Remeasured | None, TrialResult | None]] = [
+        ("defaults", rm.defaults if rm else None, summary.defaults_trial),
+        ("best", rm.winner if rm else None, summary.best_trial)]
+    for label, remeasured, trial in rows:
+        if remeasured is not None and remeasured.cost is not None:
+            cost = f"${remeasured.cost.text('{:.4g}')}"
+            ttft = _spread(remeasured.ttft_p95_ms)
+            itl = _spread(remeasured.itl_p95_ms)
+            load = f"{remeasured.load:.3g}"
+            label = f"{label} (trial {remeasured.trial})"
+        elif trial is not None and trial.feasible and trial.best is not None:
+            cost = f"${trial.cost_per_m_output_tokens:.4g}"
+            ttft = f"{trial.best.ttft_ms.p95:.1f}"
+            itl = f"{trial.best.itl_ms.p95:.1f}"
+            load = f"{trial.max_load:.3g}"
+            label = f"{label} (trial {trial.number})"
+        else:
+            cost = ttft = itl = load = "-"
+            if trial is not None:
+                label = f"{label} (trial {trial.number}: {trial.outcome})"
+        t.add_row(label, cost, load, ttft, itl)
+    if summary.tuning_delta is not None:
+        t.add_row("tuning delta", summary.tuning_delta.text("{:.2f}") + "x", "", "", "")
+    return t
+
+
+def _spread(values: list[float]) -> str:
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.1f}"
+    return f"{min(values):.1f}-{max(values):.1f}"
+
+
+def write_plots(study: optuna.Study, out: Path) -> dict[str, Path]:
+    """Optuna's plots over the feasible trials (infeasible trials have no cost to plot)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from optuna.visualization import matplotlib as ovm
+
+    feasible = [t for t in study.get_trials(states=(TrialState.COMPLETE,))
+                if t.value is not None and t.value < FAILED_COST]
+    plots: dict[str, Path] = {}
+    if not feasible:
+        return plots
+    view = optuna.create_study(direction="minimize")
+    view.add_trials(feasible)
+    out.mkdir(parents=True, exist_ok=True)
+    makers: dict[str, Callable[[optuna.Study], Any]] = {
+        "optimization_history": ovm.plot_optimization_history,
+        "param_importances": ovm.plot_param_importances,
+        "parallel_coordinate": ovm.plot_parallel_coordinate,
+    }
+    for name, make in makers.items():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                make(view)
+            path = out / f"{name}.png"
+            plt.gcf().set_size_inches(10, 6)
+            plt.savefig(path, bbox_inches="tight", dpi=100)
+            plots[name] = path
+        except (ValueError, RuntimeError, ZeroDivisionError) as exc:
+            log.info("plot %s skipped: %s", name, exc)
+        finally:
+            plt.close("all")
+    return plots

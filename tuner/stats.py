@@ -1,0 +1,80 @@
+"""Bootstrap confidence intervals for costs and their ratios.
+
+A cost per million output tokens measured over one or more runs is resampled
+hierarchically: runs (engine restarts) with replacement, then requests within
+each chosen run with replacement; throughput = resampled output tokens /
+the chosen runs' wall time. Ratios (tuning and engine deltas) pair independent
+resamples of their two sides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel
+
+
+class Interval(BaseModel):
+    """A point estimate with a (1 - alpha) bootstrap percentile interval."""
+
+    value: float
+    low: float
+    high: float
+    level: float = 0.95
+
+    def overlaps(self, other: Interval) -> bool:
+        return self.low <= other.high and other.low <= self.high
+
+    def text(self, fmt: str = "{:.3g}") -> str:
+        return f"{fmt.format(self.value)} ({fmt.format(self.low)}-{fmt.format(self.high)})"
+
+
+@dataclass(frozen=True)
+class RunTokens:
+    """What the bootstrap needs from one run: each request's output tokens and the wall time."""
+
+    tokens: np.ndarray
+    window_s: float
+
+
+def cost_samples(runs: Sequence[RunTokens], usd_per_hour: float, n: int = 2000,
+                 seed: int = 0) -> np.ndarray:
+    """Bootstrap distribution of USD per million output tokens."""
+    rng = np.random.default_rng(seed)
+    usable = [r for r in runs if r.window_s > 0 and len(r.tokens)]
+    if not usable:
+        return np.full(n, np.nan)
+    out = np.empty(n)
+    for i in range(n):
+        picks = rng.integers(0, len(usable), size=len(usable))
+        tokens = 0.0
+        window = 0.0
+        for j in picks:
+            run = usable[j]
+            tokens += float(rng.choice(run.tokens, size=len(run.tokens), replace=True).sum())
+            window += run.window_s
+        out[i] = usd_per_hour / 3600.0 / (tokens / window) * 1e6 if tokens > 0 else np.nan
+    return out
+
+
+def point_cost(runs: Sequence[RunTokens], usd_per_hour: float) -> float:
+    tokens = sum(float(r.tokens.sum()) for r in runs)
+    window = sum(r.window_s for r in runs)
+    return usd_per_hour / 3600.0 / (tokens / window) * 1e6 if tokens > 0 and window > 0 \
+        else float("nan")
+
+
+def interval(point: float, samples: np.ndarray, level: float = 0.95) -> Interval:
+    finite = samples[np.isfinite(samples)]
+    if len(finite) == 0:
+        return Interval(value=point, low=float("nan"), high=float("nan"), level=level)
+    lo, hi = np.percentile(finite, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
+    return Interval(value=point, low=float(lo), high=float(hi), level=level)
+
+
+def ratio_interval(num_point: float, num: np.ndarray, den_point: float, den: np.ndarray,
+                   level: float = 0.95) -> Interval:
+    """Interval of num/den from paired-by-index independent bootstrap samples."""
+    return interval(num_point / den_point, num / den, level)

@@ -1,0 +1,147 @@
+"""Record a study in MLflow: one parent run per study, one nested run per trial.
+
+Uses ``MlflowClient`` with explicit run ids (no global active run). A resumed
+study finds its parent run by the ``tuner.study`` tag and keeps adding to it.
+With the default local store (SQLite), artifacts go next to it in the run folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from tuner.errors import StudyError
+from tuner.search.outcome import TrialResult
+from tuner.tracking.base import flat_params
+
+log = logging.getLogger(__name__)
+
+PARAM_LIMIT = 6000
+
+
+def _param(key: str, value: object) -> Param:
+    text = str(value)
+    return Param(key, text if len(text) <= PARAM_LIMIT else text[:PARAM_LIMIT - 3] + "...")
+
+
+class MlflowTracker:
+    def __init__(self, tracking_uri: str, artifact_dir: Path | None = None) -> None:
+        self.uri = tracking_uri
+        self.artifact_dir = artifact_dir
+        self.client = MlflowClient(tracking_uri=tracking_uri)
+        self.experiment_id = ""
+        self.parent_id = ""
+
+    def start_study(self, name: str, tags: dict[str, str], params: dict[str, str]) -> None:
+        try:
+            exp = self.client.get_experiment_by_name(name)
+            if exp is None:
+                location = self.artifact_dir.resolve().as_uri() if self.artifact_dir else None
+                self.experiment_id = self.client.create_experiment(name,
+                                                                   artifact_location=location)
+            else:
+                self.experiment_id = exp.experiment_id
+            found = self.client.search_runs([self.experiment_id],
+                                            filter_string=f"tags.`tuner.study` = '{name}'",
+                                            max_results=1)
+            if found:
+                self.parent_id = found[0].info.run_id
+                self.client.update_run(self.parent_id, status="RUNNING")
+            else:
+                run = self.client.create_run(self.experiment_id, run_name=name, tags={
+                    "tuner.study": name, "tuner.role": "study", **tags})
+                self.parent_id = run.info.run_id
+                self.client.log_batch(self.parent_id,
+                                      params=[_param(k, v) for k, v in params.items()])
+        except MlflowException as exc:
+            raise StudyError(f"MLflow at {self.uri}: {exc.message}") from exc
+
+    def log_trial(self, result: TrialResult) -> None:
+        try:
+            self._log_trial(result)
+        except (MlflowException, OSError) as exc:
+            log.warning("could not record trial %s in MLflow: %s", result.number, exc)
+
+    def _log_trial(self, r: TrialResult) -> None:
+        tags = {"mlflow.parentRunId": self.parent_id, "tuner.role": "trial",
+                "tuner.trial": str(r.number), "tuner.outcome": r.outcome,
+                "tuner.defaults": str(r.defaults).lower()}
+        run = self.client.create_run(self.experiment_id, run_name=f"trial-{r.number:03d}",
+                                     tags=tags)
+        rid = run.info.run_id
+        params = [_param(k, v) for k, v in flat_params(r.config).items()]
+        params += [_param("outcome", r.outcome), _param("defaults", r.defaults),
+                   _param("launch_command", r.command or "(not launched)"),
+                   _param("accelerators", r.accelerators)]
+        if r.detail:
+            params.append(_param("detail", r.detail))
+        now = int(time.time() * 1000)
+        metrics = [Metric(k, float(v), now, 0) for k, v in self._trial_metrics(r).items()]
+        if r.capacity is not None:
+            for i, s in enumerate(r.capacity.steps):
+                metrics.append(Metric("capacity.load", s.load, now, i))
+                metrics.append(Metric("capacity.passed", float(s.slo.passed), now, i))
+                if s.ttft_ms.p95 is not None:
+                    metrics.append(Metric("capacity.ttft_p95_ms", s.ttft_ms.p95, now, i))
+                metrics.append(Metric("capacity.output_tokens_per_s",
+                                      s.output_token_throughput, now, i))
+        self.client.log_batch(rid, metrics=metrics, params=params,
+                              tags=[RunTag("tuner.detail", r.detail[:500])] if r.detail else [])
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "trial.json").write_text(r.model_dump_json(indent=2))
+            if r.command:
+                (Path(tmp) / "launch_command.sh").write_text(r.command + "\n")
+            self.client.log_artifacts(rid, tmp)
+        for path, folder in ((r.log_path, "engine"), (r.records_path, "records")):
+            if path and Path(path).is_file():
+                self.client.log_artifact(rid, path, folder)
+        self.client.set_terminated(rid, "FINISHED" if r.outcome in ("ok", "slo_infeasible")
+                                   else "FAILED")
+
+    @staticmethod
+    def _trial_metrics(r: TrialResult) -> dict[str, float]:
+        m: dict[str, float] = {"startup_s": r.timing.startup_s, "measure_s": r.timing.measure_s,
+                               "teardown_s": r.timing.teardown_s, "wall_s": r.timing.wall_s}
+        if r.cost_per_m_output_tokens is not None:
+            m["cost_per_m_output_tokens"] = r.cost_per_m_output_tokens
+        if r.max_load is not None:
+            m["max_load"] = r.max_load
+        s = r.best
+        if s is not None:
+            for key, value in (("ttft_p95_ms", s.ttft_ms.p95), ("itl_p95_ms", s.itl_ms.p95),
+                               ("tpot_p95_ms", s.tpot_ms.p95), ("e2e_p99_ms", s.e2e_ms.p99),
+                               ("ttft_mean_ms", s.ttft_ms.mean), ("itl_mean_ms", s.itl_ms.mean),
+                               ("request_throughput", s.request_throughput),
+                               ("output_tokens_per_s", s.output_token_throughput),
+                               ("total_tokens_per_s", s.total_token_throughput),
+                               ("goodput_rps", s.goodput_rps), ("error_rate", s.error_rate),
+                               ("cost_per_m_total_tokens", s.cost_per_m_total_tokens)):
+                if value is not None:
+                    m[key] = value
+            if s.server is not None and s.server.prefix_cache_hit_rate is not None:
+                m["prefix_cache_hit_rate"] = s.server.prefix_cache_hit_rate
+        return m
+
+    def finish_study(self, metrics: dict[str, float], artifacts: list[tuple[str, Path]],
+                     texts: dict[str, str]) -> None:
+        try:
+            now = int(time.time() * 1000)
+            self.client.log_batch(self.parent_id, metrics=[Metric(k, float(v), now, 0)
+                                                           for k, v in metrics.items()])
+            for folder, path in artifacts:
+                if path.is_file():
+                    self.client.log_artifact(self.parent_id, str(path), folder or None)
+            with tempfile.TemporaryDirectory() as tmp:
+                for name, text in texts.items():
+                    (Path(tmp) / name).write_text(text)
+                self.client.log_artifacts(self.parent_id, tmp)
+            self.client.set_terminated(self.parent_id, "FINISHED")
+        except (MlflowException, OSError) as exc:
+            raise StudyError(f"MLflow at {self.uri}: could not finish the study run: "
+                             f"{exc}") from exc

@@ -1,0 +1,206 @@
+"""Arrival processes: when each request is sent.
+
+Open-loop processes (poisson, gamma, constant, trace) produce a schedule of
+send offsets in nanoseconds, a pure function of the process and one numpy
+``Generator``. The closed-loop ``concurrency`` process has no schedule: a fixed
+number of workers each send the next request when their previous one ends.
+
+Every process has a scalar ``load`` (requests/s, or workers) and ``with_load``
+so the capacity search can move it without knowing which process it is.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+
+from tuner.config import StrictModel
+
+NS = 1_000_000_000
+
+
+class _OpenLoop(StrictModel):
+    rate: float = Field(gt=0, le=100_000, description="mean requests per second")
+
+    @property
+    def load(self) -> float:
+        return self.rate
+
+    @property
+    def closed_loop(self) -> bool:
+        return False
+
+    def _gaps(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def _times(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` arrival times starting at 0."""
+        return np.concatenate([[0.0], np.cumsum(self._gaps(rng, n - 1))])
+
+    def offsets_ns(
+        self, rng: np.random.Generator, count: int | None, duration_s: float | None
+    ) -> np.ndarray:
+        """Send offsets from the start of the run: the first ``count`` arrivals, or all before
+        ``duration_s``, whichever ends first. The first request goes at offset 0."""
+        if count is not None:
+            times = self._times(rng, count)[:count]
+        elif duration_s is not None:
+            times = self._times(rng, max(16, int(self.rate * duration_s * 1.2) + 16))
+            while times[-1] < duration_s:
+                times = np.concatenate([times, times[-1] + self._times(rng, len(times))[1:]])
+        else:
+            raise ValueError("either a request count or a duration is needed")
+        if duration_s is not None:
+            times = times[times < duration_s]
+        offsets: np.ndarray = np.rint(times * NS).astype(np.int64)
+        return offsets
+
+
+class PoissonArrivals(_OpenLoop):
+    """Exponential inter-arrival times at ``rate``."""
+
+    process: Literal["poisson"] = "poisson"
+
+    def _gaps(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return rng.exponential(1.0 / self.rate, size=n)
+
+    def with_load(self, load: float) -> PoissonArrivals:
+        return self.model_copy(update={"rate": load})
+
+
+class GammaArrivals(_OpenLoop):
+    """Gamma inter-arrival times with mean 1/rate and shape ``burstiness``.
+
+    burstiness = 1 is Poisson; below 1 is burstier (coefficient of variation 1/sqrt(shape)),
+    above 1 smoother. This is the convention of ``vllm bench serve --burstiness``.
+    """
+
+    process: Literal["gamma"] = "gamma"
+    burstiness: float = Field(gt=0, le=1000)
+
+    def _gaps(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return rng.gamma(self.burstiness, 1.0 / (self.rate * self.burstiness), size=n)
+
+    def with_load(self, load: float) -> GammaArrivals:
+        return self.model_copy(update={"rate": load})
+
+
+class ConstantArrivals(_OpenLoop):
+    """One request every 1/rate seconds."""
+
+    process: Literal["constant"] = "constant"
+
+    def _gaps(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.full(n, 1.0 / self.rate)
+
+    def with_load(self, load: float) -> ConstantArrivals:
+        return self.model_copy(update={"rate": load})
+
+
+class ConcurrencyArrivals(StrictModel):
+    """Closed loop: ``concurrency`` workers, each sending its next request when one ends."""
+
+    process: Literal["concurrency"] = "concurrency"
+    concurrency: int = Field(ge=1, le=100_000)
+
+    @property
+    def load(self) -> float:
+        return float(self.concurrency)
+
+    @property
+    def closed_loop(self) -> bool:
+        return True
+
+    def with_load(self, load: float) -> ConcurrencyArrivals:
+        return self.model_copy(update={"concurrency": max(1, round(load))})
+
+
+class TraceEntry(StrictModel):
+    offset_s: float = Field(ge=0)
+    input_tokens: int = Field(ge=1)
+    output_tokens: int = Field(ge=1)
+
+
+class TraceArrivals(StrictModel):
+    """Replay a JSONL trace: one object per line with ``offset_s`` (or ``timestamp`` in ms, as in
+    the Mooncake traces), ``input_tokens`` (or ``input_length``) and ``output_tokens`` (or
+    ``output_length``). ``speedup`` > 1 compresses time. The path is relative to the workload."""
+
+    process: Literal["trace"] = "trace"
+    file: Path
+    speedup: float = Field(default=1.0, gt=0, le=10_000)
+    _entries: tuple[TraceEntry, ...] = PrivateAttr(default=())
+
+    @field_validator("file")
+    @classmethod
+    def _resolve(cls, value: Path, info: ValidationInfo) -> Path:
+        base = (info.context or {}).get("base_dir")
+        path = value if value.is_absolute() or base is None else Path(base) / value
+        if not path.is_file():
+            raise ValueError(f"trace file {path} does not exist; give a path relative to the "
+                             "workload file")
+        return path
+
+    @model_validator(mode="after")
+    def _load(self) -> TraceArrivals:
+        entries = []
+        for number, line in enumerate(self.file.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+                entries.append(TraceEntry(
+                    offset_s=raw["offset_s"] if "offset_s" in raw else raw["timestamp"] / 1000.0,
+                    input_tokens=raw.get("input_tokens", raw.get("input_length")),
+                    output_tokens=raw.get("output_tokens", raw.get("output_length")),
+                ))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(
+                    f"{self.file}:{number}: not a trace entry ({exc}); each line needs offset_s, "
+                    "input_tokens and output_tokens"
+                ) from None
+        if len(entries) < 2:
+            raise ValueError(f"{self.file} needs at least two entries")
+        entries.sort(key=lambda e: e.offset_s)
+        self._entries = tuple(entries)
+        return self
+
+    @property
+    def entries(self) -> tuple[TraceEntry, ...]:
+        return self._entries
+
+    @property
+    def closed_loop(self) -> bool:
+        return False
+
+    @property
+    def load(self) -> float:
+        span = self._entries[-1].offset_s - self._entries[0].offset_s
+        return (len(self._entries) - 1) / span * self.speedup if span > 0 else float("inf")
+
+    def with_load(self, load: float) -> TraceArrivals:
+        copy = self.model_copy(update={"speedup": self.speedup * load / self.load})
+        copy._entries = self._entries
+        return copy
+
+    def offsets_ns(
+        self, rng: np.random.Generator, count: int | None, duration_s: float | None
+    ) -> np.ndarray:
+        start = self._entries[0].offset_s
+        times = np.array([(e.offset_s - start) / self.speedup for e in self._entries])
+        if duration_s is not None:
+            times = times[times < duration_s]
+        if count is not None:
+            times = times[:count]
+        offsets: np.ndarray = np.rint(times * NS).astype(np.int64)
+        return offsets
+
+
+ArrivalProcess = Annotated[
+    PoissonArrivals | GammaArrivals | ConstantArrivals | ConcurrencyArrivals | TraceArrivals,
+    Field(discriminator="process"),
+]

@@ -1,0 +1,139 @@
+"""The workload file: what traffic to replay and what the serving team is judged on.
+
+A workload is YAML validated by these models (unknown keys are errors). Paths
+inside it (empirical length files, traces, the tokenizer) are relative to the
+workload file; :func:`tuner.workload.loader.load_workload` resolves them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from tuner.config import StrictModel
+from tuner.workload.arrivals import ArrivalProcess, TraceArrivals
+from tuner.workload.lengths import LengthDist
+
+
+class RequestClass(StrictModel):
+    """One kind of request in the mix, with its own input and output lengths."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    weight: float = Field(gt=0, description="relative share of requests (normalised over classes)")
+    input: LengthDist = Field(description="prompt tokens (excluding any shared prefix)")
+    output: LengthDist = Field(description="output tokens")
+
+
+class SharedPrefixes(StrictModel):
+    """Shared prompt prefixes, as agent loops, few-shot prompts and document QA produce.
+
+    A request that carries a prefix starts with one of ``groups`` fixed prefixes of ``tokens``
+    tokens; its own input (from its class) follows. ``share`` of requests carry one.
+    """
+
+    groups: int = Field(ge=1, le=100_000)
+    tokens: int = Field(ge=1, le=1_000_000)
+    share: float = Field(ge=0, le=1, description="fraction of requests that carry a prefix")
+
+
+class Stop(StrictModel):
+    """When a run ends: after ``requests`` requests or ``duration_s`` seconds, whichever first."""
+
+    requests: int | None = Field(default=None, ge=1, le=10_000_000)
+    duration_s: float | None = Field(default=None, gt=0, le=7 * 24 * 3600)
+
+    @model_validator(mode="after")
+    def _one_given(self) -> Stop:
+        if self.requests is None and self.duration_s is None:
+            raise ValueError("give `requests` or `duration_s` (or both)")
+        return self
+
+
+class Warmup(StrictModel):
+    """Requests at the start of a run that are sent but left out of every figure."""
+
+    requests: int = Field(default=0, ge=0)
+    duration_s: float = Field(default=0.0, ge=0)
+
+
+class Slo(StrictModel):
+    """Service-level objectives; a run passes when every one holds."""
+
+    ttft_p95_ms: float = Field(gt=0, description="p95 time to first token")
+    itl_p95_ms: float = Field(gt=0, description="p95 inter-token latency")
+    e2e_p99_ms: float | None = Field(default=None, gt=0, description="p99 end-to-end latency")
+    max_error_rate: float = Field(default=0.01, ge=0, le=1)
+
+
+class Cost(StrictModel):
+    """Price of the hardware the engine runs on."""
+
+    usd_per_hour: float = Field(gt=0, description="price per hour of one accelerator (or host)")
+    per_accelerator: bool = Field(
+        default=True,
+        description="multiply by the accelerators a configuration uses (tensor x pipeline x data)",
+    )
+
+
+class CapacitySearch(StrictModel):
+    """How the capacity search brackets and bisects the load."""
+
+    start: float | None = Field(default=None, gt=0, description="first load; default: the "
+                                "workload's own rate or concurrency")
+    max_load: float = Field(default=1000.0, gt=0)
+    min_load: float = Field(default=0.05, gt=0)
+    tolerance: float = Field(default=0.1, gt=0, lt=1, description="stop bisecting when "
+                             "(high - low) / low is below this")
+    max_steps: int = Field(default=8, ge=1, le=100)
+    max_time_s: float = Field(default=600.0, gt=0)
+    step_duration_s: float | None = Field(default=None, gt=0, description="duration of each "
+                                          "step; default: the workload's stop")
+
+
+class Workload(StrictModel):
+    """A traffic shape with its SLOs and the price of the hardware serving it."""
+
+    name: str = Field(default="workload", min_length=1)
+    model: str = Field(min_length=1, description="model name sent in each request")
+    tokenizer: Path | None = Field(
+        default=None, description="folder with tokenizer.json; default: the model folder or the "
+        "local Hugging Face cache entry for `model`"
+    )
+    api: Literal["completions", "chat"] = "completions"
+    classes: tuple[RequestClass, ...] = Field(default=(), description="the request mix")
+    prefix: SharedPrefixes | None = None
+    arrival: ArrivalProcess
+    stop: Stop
+    warmup: Warmup = Warmup()
+    seed: int = Field(default=0, ge=0)
+    slo: Slo
+    cost: Cost
+    capacity: CapacitySearch = CapacitySearch()
+    request_timeout_s: float = Field(default=300.0, gt=0)
+    temperature: float = Field(default=0.0, ge=0)
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _resolve(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        base = (info.context or {}).get("base_dir")
+        if value is None or value.is_absolute() or base is None:
+            return value
+        return Path(base) / value
+
+    @model_validator(mode="after")
+    def _mix(self) -> Workload:
+        if not self.classes and not isinstance(self.arrival, TraceArrivals):
+            raise ValueError("`classes` needs at least one request class (only a trace arrival "
+                             "carries its own lengths)")
+        names = [c.name for c in self.classes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"class names must be unique, got {names}")
+        return self
+
+    @property
+    def slo_bounds_ns(self) -> tuple[int, int, int | None]:
+        s = self.slo
+        e2e = None if s.e2e_p99_ms is None else int(s.e2e_p99_ms * 1e6)
+        return int(s.ttft_p95_ms * 1e6), int(s.itl_p95_ms * 1e6), e2e

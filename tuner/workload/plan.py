@@ -1,0 +1,99 @@
+"""The request plan: what each request is and when it is sent.
+
+Request ``i`` is a pure function of (workload, seed, epoch, i): its class, lengths,
+prefix group and prompt come from a generator seeded with ``[seed, 1, epoch, i]``, so
+runs at different loads send the same requests in the same order, and two
+engine configurations are compared on identical traffic. Send times come from
+the arrival process with a generator seeded ``[seed, 0]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from tuner.workload.arrivals import NS, TraceArrivals
+from tuner.workload.models import Workload
+from tuner.workload.prompts import PromptSynth
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRequest:
+    """One request to send. ``input_tokens`` is what the server should count as prompt tokens
+    (completions API; for chat the template adds its own tokens on top)."""
+
+    index: int
+    class_name: str
+    prefix_group: int | None
+    input_tokens: int
+    output_tokens: int
+    prompt: str
+
+
+class RequestFactory:
+    """Makes request ``i`` on demand; cached, deterministic."""
+
+    def __init__(self, workload: Workload, synth: PromptSynth) -> None:
+        self.workload = workload
+        self.synth = synth
+        self._specials = workload.api == "completions"
+        weights = np.array([c.weight for c in workload.classes], dtype=np.float64)
+        self._weights = weights / weights.sum() if len(weights) else weights
+        self._trace = (workload.arrival.entries
+                       if isinstance(workload.arrival, TraceArrivals) else None)
+        self.make = lru_cache(maxsize=65536)(self._make)
+
+    @lru_cache(maxsize=4096)  # noqa: B019 - one factory per run; the cache dies with it
+    def prefix_text(self, group: int) -> str:
+        prefix = self.workload.prefix
+        assert prefix is not None
+        rng = np.random.default_rng([self.workload.seed, 2, group])
+        return self.synth.words(rng, prefix.tokens)
+
+    def _make(self, index: int, epoch: int = 0) -> PlannedRequest:
+        """Request ``index`` of ``epoch``; epochs give fresh prompts (same distribution) so that
+        repeated steps on one server do not hit each other's prefix cache."""
+        w = self.workload
+        rng = np.random.default_rng([w.seed, 1, epoch, index])
+        if self._trace is not None:
+            entry = self._trace[index % len(self._trace)]
+            name, own, out = "trace", entry.input_tokens, entry.output_tokens
+        else:
+            cls = w.classes[int(rng.choice(len(w.classes), p=self._weights))]
+            name = cls.name
+            own = int(cls.input.sample(rng, 1)[0])
+            out = int(cls.output.sample(rng, 1)[0])
+        group = None
+        prefix = ""
+        if w.prefix is not None and rng.random() < w.prefix.share:
+            group = int(rng.integers(0, w.prefix.groups))
+            prefix = self.prefix_text(group)
+        floor = self.synth.special_tokens + 1 if self._specials else 1
+        total = max(own, floor) + (w.prefix.tokens if group is not None and w.prefix else 0)
+        prompt = self.synth.prompt(rng, total, prefix=prefix, specials=self._specials)
+        return PlannedRequest(index, name, group, total, out, prompt)
+
+
+def send_offsets_ns(workload: Workload, duration_s: float | None = None) -> np.ndarray | None:
+    """Open-loop send offsets for warm-up plus the measured part; None for a closed loop.
+
+    ``duration_s`` overrides the workload's measured duration (capacity-search steps).
+    """
+    arrival = workload.arrival
+    if arrival.closed_loop:
+        return None
+    rng = np.random.default_rng([workload.seed, 0])
+    stop, warm = workload.stop, workload.warmup
+    count = None if stop.requests is None or duration_s is not None else (
+        stop.requests + warm.requests)
+    duration = duration_s if duration_s is not None else stop.duration_s
+    total_duration = None if duration is None else duration + warm.duration_s
+    return arrival.offsets_ns(rng, count, total_duration)  # type: ignore[union-attr]  # closed loop returned above
+
+
+def is_warmup(workload: Workload, index: int, sent_ns: int) -> bool:
+    """Warm-up requests are sent but excluded from every figure."""
+    warm = workload.warmup
+    return index < warm.requests or sent_ns < warm.duration_s * NS

@@ -1,0 +1,60 @@
+"""Find and load the served model's tokenizer, locally only.
+
+Order: an explicit folder (or tokenizer.json), the model name as a local folder, the
+models ``tune make-model`` made (``$TUNER_CACHE_DIR/models/<name>``), then the local
+Hugging Face cache (``$HF_HUB_CACHE``, ``$HF_HOME/hub`` or
+``~/.cache/huggingface/hub``). Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+from tuner.errors import ConfigError
+from tuner.settings import Settings
+
+
+def hf_cache_dirs() -> list[Path]:
+    dirs = []
+    if os.environ.get("HF_HUB_CACHE"):
+        dirs.append(Path(os.environ["HF_HUB_CACHE"]))
+    if os.environ.get("HF_HOME"):
+        dirs.append(Path(os.environ["HF_HOME"]) / "hub")
+    dirs.append(Path.home() / ".cache" / "huggingface" / "hub")
+    return dirs
+
+
+def find_tokenizer_file(model: str, explicit: Path | None = None) -> Path:
+    """The tokenizer.json for ``model``; ConfigError naming what was tried when absent."""
+    tried: list[str] = []
+    candidates: list[Path] = []
+    if explicit is not None:
+        candidates.append(explicit if explicit.suffix == ".json" else explicit / "tokenizer.json")
+    candidates.append(Path(model) / "tokenizer.json")
+    candidates.append(Settings().cache_dir / "models" / model / "tokenizer.json")
+    if "/" in model and not Path(model).exists():
+        repo = "models--" + model.replace("/", "--")
+        for cache in hf_cache_dirs():
+            snapshots = cache / repo / "snapshots"
+            if snapshots.is_dir():
+                candidates.extend(sorted(snapshots.glob("*/tokenizer.json"), reverse=True))
+            tried.append(str(snapshots))
+    for path in candidates:
+        if path.is_file():
+            return path
+    tried = [str(c) for c in candidates] + tried
+    raise ConfigError(
+        f"no tokenizer found for model {model!r} (looked in {', '.join(dict.fromkeys(tried))}); "
+        "set `tokenizer:` in the workload or pass --tokenizer DIR"
+    )
+
+
+def load_tokenizer(model: str, explicit: Path | None = None) -> Tokenizer:
+    path = find_tokenizer_file(model, explicit)
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as exc:  # tokenizers raises bare Exception on bad files
+        raise ConfigError(f"{path}: not a tokenizers file ({exc})") from exc
