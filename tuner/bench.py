@@ -55,8 +55,9 @@ class Bench:
     records: list[RequestRecord] = field(default_factory=list)
 
     async def once(self, load: float | None = None, *, epoch: int = 0,
-                   duration_s: float | None = None) -> RunSummary:
-        outcome = await self.runner.run(load, epoch=epoch, duration_s=duration_s)
+                   duration_s: float | None = None, early_stop: bool = True) -> RunSummary:
+        outcome = await self.runner.run(load, epoch=epoch, duration_s=duration_s,
+                                        early_stop=early_stop)
         self.records.extend(outcome.records)
         return summarise(outcome, self.workload, self.caps, self.accelerators)
 

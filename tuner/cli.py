@@ -96,7 +96,8 @@ def tune(
     search_space: Annotated[Path | None, typer.Option(
         help="search space YAML; default: search_spaces/<engine>.yaml")] = None,
     remeasure_top: Annotated[int, typer.Option(
-        help="best configurations to measure again on fresh starts, with the defaults")] = 2,
+        help="best configurations to measure again on fresh starts, with the defaults "
+        "(0: no re-measurement)")] = 2,
     repeats: Annotated[int, typer.Option(help="fresh starts per re-measured config")] = 1,
     remeasure_duration: Annotated[float | None, typer.Option(
         help="seconds per re-measurement; default: the capacity step duration")] = None,

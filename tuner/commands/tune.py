@@ -17,12 +17,14 @@ from rich.console import Console
 from tuner import __version__
 from tuner.bench import file_sha256
 from tuner.engines.model_info import load_model_info
-from tuner.engines.spec import EngineSpec, load_engine_spec
+from tuner.engines.render import render
+from tuner.engines.spec import Device, EngineSpec, load_engine_spec
 from tuner.errors import ConfigError
 from tuner.hardware import detect
 from tuner.launch.base import Launcher
 from tuner.progress import RichProgress
 from tuner.search.config import TuneConfig
+from tuner.search.outcome import TrialResult
 from tuner.search.remeasure import RemeasureOutcome, remeasure
 from tuner.search.space import load_search_space
 from tuner.search.study import StudyProgress, results_summary, run_search
@@ -55,6 +57,16 @@ def make_launcher(cfg: TuneConfig) -> Launcher:
     from tuner.launch.process import ProcessLauncher
 
     return ProcessLauncher()
+
+
+def ready_command(spec: EngineSpec, trial: TrialResult | None, model: str, served: str,
+                  device: Device) -> str | None:
+    """The winner's launch, ready to paste: the usual port, listening on all interfaces."""
+    if trial is None or spec.process is None:
+        return None
+    return render(spec, {} if trial.defaults else trial.config, device=device, mode="process",
+                  values={"python": "python", "model": model, "served_name": served,
+                          "port": "8000", "host": "0.0.0.0"}).command_line()
 
 
 @contextmanager
@@ -111,7 +123,7 @@ def tune_command(cfg: TuneConfig, console: Console, progress_console: Console) -
                            labels={"tuner.study": cfg.name})
         study = run_search(cfg, ctx, tracker, state)
         rm: RemeasureOutcome | None = None
-        if cfg.remeasure_top > 0 or any(r.defaults for r in state.results):
+        if cfg.remeasure_top > 0:
             rm = remeasure(ctx, state.results, top=cfg.remeasure_top,
                            repeats=cfg.remeasure_repeats, duration_s=cfg.remeasure_duration_s,
                            seed=cfg.seed)
@@ -134,7 +146,7 @@ def tune_command(cfg: TuneConfig, console: Console, progress_console: Console) -
         remeasure=rm, tuning_delta=rm.tuning_delta if rm else None,
         verdict=verdict(spec.display_name, rm, defaults, best),
         best_config=(winner.config if winner else best.config if best else None),
-        best_command=(winner.command if winner else best.command if best else None),
+        best_command=ready_command(spec, best_trial, cfg.model, served, hw.device),
         time=split, time_shares=split.shares())
     out = cfg.run_dir / "summary.json"
     out.write_text(json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")

@@ -84,7 +84,7 @@ def enqueue_first(study: optuna.Study, defaults: dict[str, object],
     if not has_defaults:
         study.enqueue_trial(defaults, user_attrs={"defaults": True})
     for config in extra:
-        study.enqueue_trial(config, skip_if_exists=True)
+        study.enqueue_trial(config, user_attrs={"enqueued": config}, skip_if_exists=True)
 
 
 def run_search(cfg: TuneConfig, ctx: TrialContext, tracker: Tracker,
@@ -110,6 +110,9 @@ def run_search(cfg: TuneConfig, ctx: TrialContext, tracker: Tracker,
         trial = study.ask()
         is_default = bool(trial.user_attrs.get("defaults"))
         config = ctx.space.sample(trial)
+        # Enqueued knobs outside the search space still go to the engine.
+        config.update({k: v for k, v in trial.user_attrs.get("enqueued", {}).items()
+                       if k not in config and k in ctx.spec.knobs})
         ctx.progress.status("trial", f"{launched() + 1} of {cfg.trials} (optuna #{trial.number})"
                             + (", engine defaults" if is_default else ""))
         try:

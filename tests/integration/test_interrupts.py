@@ -1,0 +1,84 @@
+"""Interrupting `tune` leaves no engine behind, and a killed study resumes intact."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import optuna
+import psutil
+import pytest
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+
+def engines_of(owner: int) -> list[psutil.Process]:
+    """Engine processes started by the tuner with pid ``owner`` (they carry its marker)."""
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.environ().get("TUNER_OWNER_PID") == str(owner):
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def wait_for(check: Callable[[], object], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def command(model: Path, out: Path, study: str) -> list[str]:
+    return [sys.executable, "-m", "tuner", "--engine", "vllm",
+            "--workload", str(REPO / "tests" / "data" / "workload-ci.yaml"),
+            "--search-space", str(REPO / "tests" / "data" / "space-ci.yaml"),
+            "--model", str(model), "--trials", "2", "--remeasure-top", "0",
+            "--out", str(out), "--study-name", study]
+
+
+def test_sigterm_mid_trial_leaves_no_engine(tiny_model: Path, tmp_path: Path) -> None:
+    with (tmp_path / "err.txt").open("w") as err:
+        tune = subprocess.Popen(command(tiny_model, tmp_path, "term"), stdout=subprocess.DEVNULL,
+                                stderr=err)
+        wait_for(lambda: len(engines_of(tune.pid)) >= 2, 180, "the engine and its children")
+        time.sleep(3)
+        tune.send_signal(signal.SIGTERM)
+        assert tune.wait(timeout=90) == 130
+    assert "interrupted" in (tmp_path / "err.txt").read_text()
+    wait_for(lambda: not engines_of(tune.pid), 10, "no engine process left")
+
+
+def test_sigkill_then_rerun_cleans_up_and_resumes(tiny_model: Path, tmp_path: Path) -> None:
+    cmd = command(tiny_model, tmp_path, "resume")
+    first_trial = tmp_path / "resume" / "trials" / "trial-000.json"
+    tune = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(first_trial.exists, 600, "the first trial to finish")
+        wait_for(lambda: len(engines_of(tune.pid)) >= 2, 180, "the second trial's engine")
+        time.sleep(3)
+    finally:
+        tune.kill()
+        tune.wait()
+    kept = first_trial.read_text()
+    rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert not engines_of(tune.pid), "an engine of the killed run survived the re-run"
+    assert first_trial.read_text() == kept
+    storage = f"sqlite:///{tmp_path / 'resume' / 'study.db'}"
+    study = optuna.load_study(study_name="resume", storage=storage)
+    states = [t.state for t in study.trials]
+    assert states[0] == optuna.trial.TrialState.COMPLETE
+    assert optuna.trial.TrialState.FAIL in states  # the trial the kill interrupted
+    summary = json.loads((tmp_path / "resume" / "summary.json").read_text())
+    assert summary["defaults_trial"]["number"] == 0
+    assert sum(v for k, v in summary["trials"].items() if k != "rejected_before_launch") == 2

@@ -1,0 +1,84 @@
+"""vLLM's spec against vLLM itself: every knob value the search space can produce renders into
+a command line that vLLM's own argument parser accepts, and means what we think it means."""
+
+from pathlib import Path
+
+import optuna
+import pytest
+from vllm.entrypoints.launchers import cli_args  # the real parser of the pinned vLLM
+from vllm.utils import argparse_utils
+
+from tuner.engines.model_info import ModelInfo
+from tuner.engines.render import render
+from tuner.engines.spec import load_engine_spec
+from tuner.hardware import Gpu, Hardware
+from tuner.search.space import load_search_space
+
+SPEC = load_engine_spec("vllm")
+MODEL = ModelInfo(path="/m", architecture="LlamaForCausalLM", attention_heads=32, kv_heads=8,
+                  max_model_len=8192, layers=2, hidden_size=256)
+CPU = Hardware(device="cpu", cpu_model="x", cpu_cores=2, memory_gib=24, numa_nodes=1, gpus=[])
+GPU = Hardware(device="gpu", cpu_model="x", cpu_cores=64, memory_gib=512, numa_nodes=2,
+               gpus=[Gpu(index=i, name="H100", memory_mib=81559, uuid=f"GPU-{i}")
+                     for i in range(8)])
+
+
+@pytest.fixture(scope="module")
+def parser():  # type: ignore[no-untyped-def]
+    return cli_args.make_arg_parser(argparse_utils.FlexibleArgumentParser())
+
+
+def configs(hw: Hardware, n: int = 40) -> list[dict[str, object]]:
+    space = load_search_space("vllm").for_host(hw, MODEL)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
+    out = []
+    for _ in range(n):
+        trial = study.ask()
+        out.append(space.sample(trial))
+        study.tell(trial, 0.0)
+    return out
+
+
+@pytest.mark.parametrize("hw", [CPU, GPU], ids=["cpu", "gpu"])
+def test_rendered_commands_parse_with_vllms_own_parser(parser, hw: Hardware) -> None:  # type: ignore[no-untyped-def]
+    for config in configs(hw):
+        rendered = render(SPEC, config, device=hw.device, mode="process",
+                          values={"python": "python", "model": "/m", "served_name": "m",
+                                  "port": "8000", "host": "127.0.0.1"})
+        args = parser.parse_args(rendered.argv[3:])  # after python -m module
+        assert args.max_num_seqs == config["max_batch_size"]
+        assert args.max_num_batched_tokens == config["max_batched_tokens"]
+        assert args.enable_chunked_prefill is config["chunked_prefill"]
+        assert args.enable_prefix_caching is config["prefix_caching"]
+        assert args.block_size == config["block_size"]
+        assert args.enforce_eager is config["eager"]
+        assert args.tensor_parallel_size == config["tensor_parallel"]
+        assert args.kv_cache_dtype == config["kv_cache_dtype"]
+        if hw.device == "cpu":
+            assert rendered.env["VLLM_CPU_KVCACHE_SPACE"] == str(config["kv_cache_space_gib"])
+        else:
+            assert args.gpu_memory_utilization == pytest.approx(config["memory_fraction"])
+            assert args.quantization == (None if config["quantization"] == "none"
+                                         else config["quantization"])
+
+
+def test_a_flag_vllm_does_not_have_fails_the_parser(parser) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--model", "/m", "--max-num-seqz", "4"])
+
+
+def test_defaults_render_nothing_but_the_always_knobs() -> None:
+    rendered = render(SPEC, {}, device="cpu", mode="process",
+                      values={"python": "py", "model": "/m", "served_name": "m", "port": "1",
+                              "host": "h"})
+    assert rendered.env == {"VLLM_CPU_KVCACHE_SPACE": "4"}
+    assert "--max-num-seqs" not in rendered.argv
+
+
+def test_help_text_is_saved_with_its_version() -> None:
+    help_file = Path(__file__).resolve().parents[3] / "engines" / "help" / "vllm-0.32.0.txt"
+    text = help_file.read_text()
+    assert text.startswith("# vllm 0.32.0")
+    for knob in SPEC.knobs.values():
+        if knob.flag:
+            assert knob.flag in text, knob.flag

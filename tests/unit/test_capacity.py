@@ -1,0 +1,72 @@
+"""The capacity search at its seam: a fake step whose SLO holds below a true capacity."""
+
+import pytest
+
+from tuner.metrics.figures import dist_ms
+from tuner.metrics.summary import RunSummary, SloVerdict
+from tuner.search.capacity import find_capacity
+from tuner.workload.models import CapacitySearch
+
+
+def fake_summary(load: float, passed: bool) -> RunSummary:
+    d = dist_ms([1.0])
+    return RunSummary(
+        load=load, planned=1, requests=1, completed=1, errors=0, error_rate=0.0, duration_s=1,
+        stopped_early=None, ttft_ms=d, itl_ms=d, tpot_ms=d, e2e_ms=d, request_throughput=load,
+        input_token_throughput=0, output_token_throughput=load * 10, total_token_throughput=0,
+        goodput_rps=load, slo=SloVerdict(passed=passed, checks=[]), accelerators=1,
+        usd_per_hour=1, cost_per_m_output_tokens=1 / load, cost_per_m_total_tokens=None,
+        output_lengths_forced=True, output_length_match=1, input_length_match=1,
+        chat_template_tokens=None, dispatch_lag_ms=d, server=None, error_samples=[])
+
+
+def stepper(capacity: float):  # type: ignore[no-untyped-def]
+    calls: list[float] = []
+
+    async def step(load: float, epoch: int) -> RunSummary:
+        assert epoch == len(calls)
+        calls.append(load)
+        return fake_summary(load, load <= capacity)
+
+    return step, calls
+
+
+@pytest.mark.parametrize(("start", "capacity"), [(1.0, 5.3), (16.0, 5.3), (1.0, 0.7)])
+async def test_brackets_then_bisects_to_tolerance(start: float, capacity: float) -> None:
+    step, calls = stepper(capacity)
+    cfg = CapacitySearch(tolerance=0.05, max_steps=30)
+    result = await find_capacity(step, start, cfg)
+    assert result.best is not None
+    assert result.lowest_failing_load is not None
+    assert result.best.load <= capacity < result.lowest_failing_load
+    assert (result.lowest_failing_load - result.best.load) / result.best.load <= 0.05
+    assert result.stopped_by == "converged"
+    assert len(result.steps) == len(calls)
+
+
+async def test_integer_loads_bisect_to_neighbours() -> None:
+    step, calls = stepper(6)
+    result = await find_capacity(step, 1, CapacitySearch(max_steps=30), integer=True)
+    assert result.max_load == 6
+    assert result.lowest_failing_load == 7
+    assert all(float(c).is_integer() for c in calls)
+
+
+async def test_bounded_in_steps_and_time() -> None:
+    step, calls = stepper(1000)
+    result = await find_capacity(step, 1, CapacitySearch(max_steps=3, max_load=10_000))
+    assert len(calls) == 3
+    assert result.stopped_by == "max_steps"
+    ticks = iter(range(100))
+    step, calls = stepper(5)
+    result = await find_capacity(step, 1, CapacitySearch(max_time_s=2.5),
+                                 clock=lambda: float(next(ticks)))
+    assert result.stopped_by == "max_time"
+    assert len(calls) == 2
+
+
+async def test_no_passing_load_reports_none() -> None:
+    step, _ = stepper(0.0)
+    result = await find_capacity(step, 1, CapacitySearch(min_load=0.1, max_steps=20))
+    assert result.best is None
+    assert result.stopped_by == "min_load"

@@ -1,0 +1,86 @@
+"""Exit codes and one-line errors, through the real command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import pytest
+
+from tuner.launch.process import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+WORKLOAD = REPO / "experiments" / "workloads" / "smoke.yaml"
+
+
+def tune(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tuner", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], code: int, needle: str) -> None:
+    assert done.returncode == code, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("error: ")
+    assert needle in lines[0]
+
+
+def test_unreachable_endpoint(tiny_model: Path) -> None:
+    port = free_port()
+    done = tune("bench", "--endpoint", f"http://127.0.0.1:{port}", "--workload", str(WORKLOAD),
+                "--tokenizer", str(tiny_model))
+    one_line_error(done, 2, f"cannot reach http://127.0.0.1:{port}: connection refused")
+
+
+class NotOpenAI(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(404)
+        self.end_headers()
+        self.wfile.write(b"nothing here")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def plain_http() -> Iterator[str]:
+    server = HTTPServer(("127.0.0.1", 0), NotOpenAI)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_server_that_is_not_openai_compatible(plain_http: str, tiny_model: Path) -> None:
+    done = tune("bench", "--endpoint", plain_http, "--workload", str(WORKLOAD),
+                "--tokenizer", str(tiny_model))
+    one_line_error(done, 2, "is not an OpenAI-compatible server: GET /v1/models answered HTTP 404")
+
+
+def test_bad_workload_names_the_field(tmp_path: Path) -> None:
+    bad = tmp_path / "w.yaml"
+    bad.write_text(WORKLOAD.read_text().replace("rate: 2.0", "rate: 2.0, burst: 3"))
+    done = tune("bench", "--endpoint", "http://127.0.0.1:1", "--workload", str(bad))
+    one_line_error(done, 2, "arrival.poisson.burst: unknown key")
+
+
+def test_missing_tokenizer_says_how_to_fix(tmp_path: Path) -> None:
+    wl = tmp_path / "w.yaml"
+    wl.write_text(WORKLOAD.read_text().replace("model: tiny-llama", "model: nobody/none"))
+    done = tune("bench", "--endpoint", "http://127.0.0.1:1", "--workload", str(wl))
+    one_line_error(done, 2, "pass --tokenizer DIR")
+
+
+def test_tune_without_a_model_is_bad_input() -> None:
+    done = tune("--engine", "vllm", "--workload", str(WORKLOAD))
+    one_line_error(done, 2, "--model missing")
+
+
+def test_unknown_engine_lists_the_known_ones(tiny_model: Path) -> None:
+    done = tune("--engine", "vlm", "--workload", str(WORKLOAD), "--model", str(tiny_model))
+    one_line_error(done, 2, "unknown engine 'vlm'; choose one of: vllm")

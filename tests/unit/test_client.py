@@ -1,0 +1,110 @@
+"""The streaming client against scripted SSE bodies (httpx's MockTransport at the seam)."""
+
+import json
+
+import httpx
+import pytest
+
+from tuner.loadgen.client import ServerCaps, StreamClient
+from tuner.loadgen.records import RequestRecord
+from tuner.workload.plan import PlannedRequest
+
+REQ = PlannedRequest(0, "chat", None, 10, 4, "hello")
+
+
+def sse(*events: object, done: bool = True) -> bytes:
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+    return (body + ("data: [DONE]\n\n" if done else "")).encode()
+
+
+def record() -> RequestRecord:
+    return RequestRecord(index=0, class_name="chat", prefix_group=None, input_tokens=10,
+                         planned_output_tokens=4, scheduled_ns=0)
+
+
+DEFAULT_CAPS = ServerCaps()
+
+
+async def send(handler, caps: ServerCaps = DEFAULT_CAPS,  # type: ignore[no-untyped-def]
+               api: str = "completions") -> tuple[RequestRecord, list[dict[str, object]]]:
+    bodies: list[dict[str, object]] = []
+
+    def wrapped(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return handler(request)
+
+    client = StreamClient("http://x", model="m", api=api, caps=caps,  # type: ignore[arg-type]
+                          pool_size=4, timeout_s=5)
+    client._http = httpx.AsyncClient(base_url="http://x", transport=httpx.MockTransport(wrapped))
+    rec = record()
+    async with client:
+        await client.send(REQ, rec, 0)
+    return rec, bodies
+
+
+def usage(done: int) -> dict[str, int]:
+    return {"prompt_tokens": 10, "completion_tokens": done, "total_tokens": 10 + done}
+
+
+async def test_chunks_with_several_tokens_and_none_are_counted_by_usage() -> None:
+    body = sse({"choices": [{"text": "a"}], "usage": usage(1)},
+               {"choices": [{"text": "bcd"}], "usage": usage(3)},   # two tokens in one chunk
+               {"choices": [{"text": "e"}], "usage": usage(4)},
+               {"choices": [], "usage": usage(4)})                  # usage only, no token
+    rec, bodies = await send(lambda r: httpx.Response(200, content=body))
+    assert rec.ok
+    assert rec.output_tokens == 4
+    assert rec.prompt_tokens == 10
+    assert rec.chunk_tokens == [1, 2, 1]
+    assert len(rec.itl_ns()) == 3
+    sent = bodies[0]
+    assert sent["min_tokens"] == 4
+    assert sent["ignore_eos"] is True
+    assert sent["max_tokens"] == 4
+    assert sent["stream_options"] == {"include_usage": True, "continuous_usage_stats": True}
+
+
+async def test_chat_deltas_and_a_role_only_first_chunk() -> None:
+    body = sse({"choices": [{"delta": {"role": "assistant"}}]},
+               {"choices": [{"delta": {"content": "hi"}}]},
+               {"choices": [{"delta": {"content": " there"}}]},
+               {"choices": [], "usage": usage(2)})
+    caps = ServerCaps(continuous_usage=False)
+    rec, bodies = await send(lambda r: httpx.Response(200, content=body), caps, api="chat")
+    assert rec.ok
+    assert rec.chunk_tokens == [1, 1]
+    assert rec.output_tokens == 2
+    assert bodies[0]["messages"] == [{"role": "user", "content": "hello"}]
+    assert rec.first_token_ns == rec.chunk_ns[0]
+
+
+async def test_without_forced_lengths_no_extras_are_sent() -> None:
+    body = sse({"choices": [{"text": "x"}]})
+    caps = ServerCaps(forces_output_length=False, stream_usage=False, continuous_usage=False)
+    rec, bodies = await send(lambda r: httpx.Response(200, content=body), caps)
+    assert "min_tokens" not in bodies[0]
+    assert "stream_options" not in bodies[0]
+    assert rec.ok
+    assert rec.output_tokens is None
+    assert rec.generated == 1
+
+
+@pytest.mark.parametrize(("handler", "needle"), [
+    (lambda r: httpx.Response(503, text="overloaded"), "HTTP 503: overloaded"),
+    (lambda r: httpx.Response(200, content=b'data: {"error": {"message": "boom"}}\n\n'),
+     "server error"),
+    (lambda r: httpx.Response(200, content=b"data: {not json\n\n"), "bad SSE payload"),
+])
+async def test_failures_are_records_not_exceptions(handler, needle: str) -> None:  # type: ignore[no-untyped-def]
+    rec, _ = await send(handler)
+    assert not rec.ok
+    assert needle in (rec.error or "")
+
+
+async def test_connection_errors_are_records() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused", request=request)
+
+    rec, _ = await send(refuse)
+    assert rec.error is not None
+    assert rec.error.startswith("ConnectError")

@@ -1,0 +1,63 @@
+"""Every YAML file in the repository is validated by the model that reads it."""
+
+from pathlib import Path
+
+import pytest
+
+from tuner.commands.tune import parse_enqueue
+from tuner.engines.spec import parse_engine_spec
+from tuner.search.space import load_search_space
+from tuner.workload.loader import load_workload
+
+REPO = Path(__file__).resolve().parents[2]
+ALL_YAML = sorted(p for p in REPO.rglob("*.y*ml")
+                  if ".venv" not in p.parts and p.suffix in (".yaml", ".yml")
+                  and "tune-runs" not in p.parts)
+
+
+def kind(path: Path) -> str:
+    rel = path.relative_to(REPO).parts
+    if rel[0] == "engines":
+        return "engine"
+    if rel[0] == "search_spaces" or path.name.startswith("space-"):
+        return "space"
+    if (rel[0] == "experiments" and "workloads" in rel) or path.name.startswith("workload-"):
+        return "workload"
+    if path.name.startswith("enqueue"):
+        return "enqueue"
+    return "other"
+
+
+@pytest.mark.parametrize("path", ALL_YAML, ids=lambda p: str(p.relative_to(REPO)))
+def test_yaml_file_is_valid(path: Path) -> None:
+    k = kind(path)
+    if k == "engine":
+        spec = parse_engine_spec(path)
+        assert spec.name == path.stem
+    elif k == "space":
+        space = load_search_space(path)
+        space.check_against(parse_engine_spec(REPO / "engines" / f"{space.engine}.yaml"))
+    elif k == "workload":
+        load_workload(path)
+    elif k == "enqueue":
+        configs = parse_enqueue(path)
+        spec = parse_engine_spec(REPO / "engines" / "vllm.yaml")
+        for config in configs:
+            assert set(config) <= set(spec.knobs), config
+    else:
+        pytest.fail(f"{path}: no validator knows this YAML file; add one here")
+
+
+def test_the_shipped_workloads_include_the_typical_mix_and_an_agent_workload() -> None:
+    typical = load_workload(REPO / "experiments" / "workloads" / "chat-doc-mix.yaml")
+    weights = {c.name: c.weight for c in typical.classes}
+    assert weights == {"chat": 0.7, "doc": 0.3}
+    agent = load_workload(REPO / "experiments" / "workloads" / "agent-shared-prefix.yaml")
+    assert agent.prefix is not None
+    assert agent.prefix.share >= 0.5
+
+
+def test_every_engine_has_a_search_space() -> None:
+    engines = {p.stem for p in (REPO / "engines").glob("*.yaml")}
+    spaces = {p.stem for p in (REPO / "search_spaces").glob("*.yaml")}
+    assert engines == spaces
