@@ -71,7 +71,7 @@ def test_defaults_render_nothing_but_the_always_knobs() -> None:
     rendered = render(SPEC, {}, device="cpu", mode="process",
                       values={"python": "py", "model": "/m", "served_name": "m", "port": "1",
                               "host": "h"})
-    assert rendered.env == {"VLLM_CPU_KVCACHE_SPACE": "4"}
+    assert rendered.env == {"VLLM_CPU_KVCACHE_SPACE": "4", "VLLM_USE_AOT_COMPILE": "0"}
     assert "--max-num-seqs" not in rendered.argv
 
 
