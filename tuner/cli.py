@@ -83,7 +83,11 @@ def tune(
     time_budget: Annotated[float | None, typer.Option(
         help="seconds after which no new trial starts")] = None,
     launcher: Annotated[str, typer.Option(help="process or docker")] = "process",
+    image: Annotated[str | None, typer.Option(
+        help="container image (docker); default: the engine spec's image")] = None,
     image_tag: Annotated[str | None, typer.Option(help="engine image tag (docker)")] = None,
+    network: Annotated[str, typer.Option(
+        help="docker networking: host (a free port) or publish (127.0.0.1 only)")] = "host",
     study_name: Annotated[str | None, typer.Option(
         help="default: <engine>-<workload file name>")] = None,
     storage: Annotated[str | None, typer.Option(
@@ -104,6 +108,8 @@ def tune(
     enqueue: Annotated[Path | None, typer.Option(
         help="YAML of configurations (or a list of them) to try first")] = None,
     device: Annotated[str, typer.Option(help="auto, cpu or gpu")] = "auto",
+    parallel: Annotated[int, typer.Option(
+        help="trials at once on a GPU host, each on its own devices")] = 1,
     startup_timeout: Annotated[float | None, typer.Option(
         help="seconds to wait for an engine; default: the engine spec's")] = None,
     served_name: Annotated[str | None, typer.Option(
@@ -133,11 +139,13 @@ def tune(
         try:
             cfg = TuneConfig.model_validate(dict(
                 engine=engine, workload=workload, model=model, trials=trials,
-                time_budget_s=time_budget, launcher=launcher, image_tag=image_tag,
+                time_budget_s=time_budget, launcher=launcher, image=image, image_tag=image_tag,
+                network=network,
                 study_name=study_name, storage=storage, tracking_uri=tracking_uri, out_dir=out,
                 seed=seed, search_space=search_space, remeasure_top=remeasure_top,
                 remeasure_repeats=repeats, remeasure_duration_s=remeasure_duration,
-                enqueue=parse_enqueue(enqueue), device=device, startup_timeout_s=startup_timeout,
+                enqueue=parse_enqueue(enqueue), device=device, parallel=parallel,
+                startup_timeout_s=startup_timeout,
                 served_name=served_name))
         except ValidationError as exc:
             raise ConfigError(describe_validation_error(exc, "options")) from exc
@@ -168,6 +176,15 @@ def bench(
                                   json_path=json_path, tokenizer=tokenizer,
                                   metrics_url=metrics_url, console=out_console,
                                   progress_console=err))
+
+
+@app.command()
+def cleanup(debug: Debug = False) -> None:
+    """Remove engines (processes and containers) that a killed tuner left behind; only ours."""
+    from tuner.commands.cleanup import cleanup_command
+
+    setup_logging(debug)
+    run_cli(lambda: cleanup_command(out_console))
 
 
 @app.command("make-model")

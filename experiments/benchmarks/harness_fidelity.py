@@ -37,7 +37,7 @@ from tuner.models.tiny import SERVED_NAME, make_tiny_model
 from tuner.settings import Settings
 from tuner.workload.models import Workload
 
-INPUT, OUTPUT, RATE, PROMPTS = 256, 64, 4.0, 120
+INPUT, OUTPUT, RATE, PROMPTS = 256, 64, 4.0, 300
 
 VLLM_BENCH = """
 import json, sys

@@ -6,7 +6,7 @@ import json
 import logging
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -22,6 +22,8 @@ from tuner.engines.spec import Device, EngineSpec, load_engine_spec
 from tuner.errors import ConfigError
 from tuner.hardware import detect
 from tuner.launch.base import Launcher
+from tuner.launch.docker import DockerLauncher
+from tuner.launch.gpus import GpuPool
 from tuner.progress import RichProgress
 from tuner.search.config import TuneConfig
 from tuner.search.outcome import TrialResult
@@ -53,7 +55,10 @@ def engine_version(spec: EngineSpec) -> str:
     return "unknown"
 
 
-def make_launcher(cfg: TuneConfig) -> Launcher:
+def make_launcher(cfg: TuneConfig, on_pull: Callable[[str], None] | None = None) -> Launcher:
+    if cfg.launcher == "docker":
+        return DockerLauncher(tag=cfg.image_tag, image=cfg.image, network=cfg.network,
+                              on_pull=on_pull)
     from tuner.launch.process import ProcessLauncher
 
     return ProcessLauncher()
@@ -95,7 +100,15 @@ def tune_command(cfg: TuneConfig, console: Console, progress_console: Console) -
     model = load_model_info(cfg.model)
     space = space.for_host(hw, model)
     settings = Settings()
+    if cfg.parallel > 1 and not hw.gpus:
+        raise ConfigError("--parallel needs GPUs: on a CPU host, trials at once would share cores "
+                          "and measure each other; use --parallel 1")
+    pool = (GpuPool([g.index for g in hw.gpus], settings.cache_dir / "gpu-locks")
+            if hw.gpus else None)
     launcher = make_launcher(cfg)
+    if isinstance(launcher, DockerLauncher):  # a missing image is bad input, before any trial
+        image = launcher.ensure_image(launcher.image_for(spec, hw.device))
+        log.info("engine image %s (%s)", image["image"], image["image_digest"])
     removed = launcher.cleanup_orphans()
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
     (cfg.run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
@@ -108,6 +121,9 @@ def tune_command(cfg: TuneConfig, console: Console, progress_console: Console) -
         "served_name": served, "workload": str(cfg.workload),
         "workload_sha256": file_sha256(cfg.workload) or "", "hardware": hw.describe(),
         "tuner_version": __version__, "launcher": cfg.launcher, "seed": str(cfg.seed),
+        "image": (launcher.image_for(spec, hw.device) if isinstance(launcher, DockerLauncher)
+                  else "none"),
+        "hardware_json": hw.model_dump_json(), "parallel": str(cfg.parallel),
         "slo": workload.slo.model_dump_json(), "usd_per_hour": str(workload.cost.usd_per_hour)})
     state = StudyProgress()
     secret = {"HF_TOKEN": settings.hf_token} if settings.hf_token else {}
@@ -120,7 +136,7 @@ def tune_command(cfg: TuneConfig, console: Console, progress_console: Console) -
                            model_ref=cfg.model, served_name=served, launcher=launcher,
                            run_dir=cfg.run_dir, progress=progress,
                            startup_timeout_s=cfg.startup_timeout_s, secret_env=secret,
-                           labels={"tuner.study": cfg.name})
+                           labels={"tuner.study": cfg.name}, gpu_pool=pool)
         study = run_search(cfg, ctx, tracker, state)
         rm: RemeasureOutcome | None = None
         if cfg.remeasure_top > 0:

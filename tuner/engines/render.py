@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import posixpath
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any
 
-from tuner.engines.spec import Device, EngineSpec, Knob
-
-Mode = Literal["process", "container"]
+from tuner.engines.spec import Device, EngineSpec, Knob, Mode
+from tuner.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -33,18 +34,40 @@ def _text(value: Any) -> str:
 
 
 def knob_args(knob: Knob, value: Any, mode: Mode) -> tuple[list[str], dict[str, str]]:
-    if value is None or value in knob.omit:
+    if value is None or value in knob.omit or mode not in knob.modes:
+        return [], {}
+    if knob.style == "model_file":
         return [], {}
     flag = (knob.container_flag or knob.flag) if mode == "container" else knob.flag
+    text = knob.values.get(mode, {}).get(_text(value), _text(value))
     if knob.style == "env":
         assert knob.env is not None
-        return [], {knob.env: _text(value)}
+        return [], {knob.env: text}
     assert flag is not None
     if knob.style == "switch":
         return ([flag] if value else []), {}
     if knob.style == "pair":
         return ([flag] if value else [knob.off_flag or ""]), {}
-    return [flag, _text(value)], {}
+    return [flag, text], {}
+
+
+def model_file(spec: EngineSpec, config: dict[str, Any], device: Device, root: Path
+               ) -> str | None:
+    """The file (or folder) in the model folder ``root`` that a model_file knob selects."""
+    for name, knob in spec.knobs.items():
+        if knob.style != "model_file" or device not in knob.devices:
+            continue
+        value = config.get(name, knob.default_on(device) if knob.always else None)
+        if value is None:
+            continue
+        assert knob.pattern is not None
+        wanted = knob.pattern.format(value=value)
+        hits = sorted(root.glob(wanted)) if root.is_dir() else []
+        if not hits:
+            raise ConfigError(f"{name}={value}: no {wanted!r} in the model folder {root}; make "
+                              "that variant or drop it from the search space")
+        return hits[0].name
+    return None
 
 
 def config_args(spec: EngineSpec, config: dict[str, Any], device: Device, mode: Mode
@@ -71,11 +94,15 @@ def config_args(spec: EngineSpec, config: dict[str, Any], device: Device, mode: 
 
 
 def render(spec: EngineSpec, config: dict[str, Any], *, device: Device, mode: Mode,
-           values: dict[str, str]) -> Rendered:
-    """The launch for ``config``; ``values`` fills the templates ({model}, {port}, ...)."""
+           values: dict[str, str], model_root: Path | None = None) -> Rendered:
+    """The launch for ``config``; ``values`` fills the templates ({model}, {port}, ...).
+    ``model_root`` is the model folder on this host, where a model_file knob picks its file."""
     launch = spec.process if mode == "process" else spec.container
     if launch is None:
         raise KeyError(f"{spec.name} has no {mode} launch")
+    chosen = model_file(spec, config, device, model_root or Path(values["model"]))
+    if chosen is not None:
+        values = {**values, "model": posixpath.join(values["model"], chosen)}
     base = [part.format(**values) for part in launch.argv]
     args, env = config_args(spec, config, device, mode)
     return Rendered(argv=base + args, env={**launch.env, **env})

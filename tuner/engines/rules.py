@@ -18,8 +18,8 @@ from tuner.errors import ConfigError
 from tuner.hardware import Hardware
 
 
-def rule_names(spec: EngineSpec, config: dict[str, Any], hw: Hardware, model: ModelInfo
-               ) -> dict[str, Any]:
+def rule_names(spec: EngineSpec, config: dict[str, Any], hw: Hardware, model: ModelInfo,
+               workload_max_tokens: int = 0) -> dict[str, Any]:
     """Every knob (the engine default where the config is silent) and the facts."""
     names: dict[str, Any] = {name: k.default_on(hw.device) for name, k in spec.knobs.items()}
     names.update({k: v for k, v in config.items() if v is not None})
@@ -27,7 +27,7 @@ def rule_names(spec: EngineSpec, config: dict[str, Any], hw: Hardware, model: Mo
     names.update(device=hw.device, gpus=hw.gpu_count, numa_nodes=hw.numa_nodes,
                  memory_gib=hw.memory_gib, attention_heads=model.attention_heads,
                  kv_heads=model.kv_heads, max_model_len=names.get("max_model_len") or 0,
-                 effective_max_model_len=max_len)
+                 effective_max_model_len=max_len, workload_max_tokens=workload_max_tokens)
     return names
 
 

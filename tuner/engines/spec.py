@@ -20,11 +20,16 @@ from tuner.config import StrictModel, describe_validation_error, load_yaml
 from tuner.errors import ConfigError
 
 Device = Literal["cpu", "gpu"]
+Mode = Literal["process", "container"]
 Scalar = bool | int | float | str
 
 
 def all_devices() -> list[Device]:
     return ["cpu", "gpu"]
+
+
+def all_modes() -> list[Mode]:
+    return ["process", "container"]
 
 
 class Knob(StrictModel):
@@ -33,9 +38,16 @@ class Knob(StrictModel):
     flag: str | None = Field(default=None, description="e.g. --max-num-seqs")
     container_flag: str | None = Field(
         default=None, description="the flag in the container image when it differs")
-    style: Literal["value", "switch", "pair", "env"] = "value"
+    style: Literal["value", "switch", "pair", "env", "model_file"] = "value"
     off_flag: str | None = Field(default=None, description="for style pair: the 'off' flag")
     env: str | None = Field(default=None, description="for style env: the variable")
+    pattern: str | None = Field(default=None, description="for style model_file: the file (or "
+                                "folder) in the model folder, e.g. '*-{value}.gguf'")
+    values: dict[Mode, dict[str, str]] = Field(
+        default_factory=dict, description="how a value is written, per launch mode, when the "
+        "engine's spelling differs (e.g. q8_0 -> 8, true -> on)")
+    modes: list[Mode] = Field(default_factory=all_modes,
+                              description="launch modes that have this knob")
     omit: list[Scalar] = Field(default_factory=list,
                                description="values that render as nothing (engine default)")
     default: Scalar | None | dict[Device, Scalar | None] = Field(
@@ -50,7 +62,9 @@ class Knob(StrictModel):
     def _shape(self) -> Knob:
         if self.style == "env" and not self.env:
             raise ValueError("style env needs `env`")
-        if self.style != "env" and not self.flag:
+        if self.style == "model_file" and not self.pattern:
+            raise ValueError("style model_file needs `pattern`")
+        if self.style not in ("env", "model_file") and not self.flag:
             raise ValueError(f"style {self.style} needs `flag`")
         if self.style == "pair" and not self.off_flag:
             raise ValueError("style pair needs `off_flag`")
@@ -104,7 +118,9 @@ class Failures(StrictModel):
 
 class Rule(StrictModel):
     """A configuration is invalid when ``invalid_when`` is true. Names: knob values, ``device``,
-    ``gpus``, ``attention_heads``, ``kv_heads``, ``max_model_len``, ``memory_gib``."""
+    ``gpus``, ``numa_nodes``, ``memory_gib``, ``attention_heads``, ``kv_heads``,
+    ``effective_max_model_len`` (the knob, or the model's own) and ``workload_max_tokens``
+    (the longest request of the workload)."""
 
     name: str
     invalid_when: str

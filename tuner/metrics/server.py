@@ -1,7 +1,7 @@
 """Scrape an engine's Prometheus metrics during a run.
 
-Gauges (KV-cache usage, queue length, running batch) are sampled every second and
-reported as mean and max; counters (preemptions, prefix-cache hits and queries)
+Gauges (KV-cache usage, queue length, running batch) are sampled every 5 seconds
+(a scrape costs the server CPU, so not more often) and reported as mean and max; counters (preemptions, prefix-cache hits and queries)
 are reported as the difference between the last and the first scrape. Names
 are listed per engine below; values are summed over label sets (DP ranks).
 """
@@ -98,7 +98,7 @@ def summarise_scrapes(scrapes: list[dict[str, float]]) -> ServerMetrics | None:
 class MetricsScraper:
     """Polls ``url`` every ``interval_s`` while running; a missing endpoint disables it."""
 
-    def __init__(self, url: str | None, interval_s: float = 1.0) -> None:
+    def __init__(self, url: str | None, interval_s: float = 5.0) -> None:
         self.url = url
         self.interval_s = interval_s
         self.scrapes: list[dict[str, float]] = []

@@ -18,8 +18,11 @@ class TuneConfig(StrictModel):
     search_space: Path | None = None
     trials: int = Field(default=20, ge=1, le=10_000, description="finished trials to reach")
     time_budget_s: float | None = Field(default=None, gt=0)
-    launcher: Literal["process"] = "process"
+    launcher: Literal["process", "docker"] = "process"
+    image: str | None = Field(default=None, description="container image (docker); overrides "
+                              "the engine spec's image and tag")
     image_tag: str | None = None
+    network: Literal["host", "publish"] = "host"
     study_name: str | None = None
     storage: str | None = Field(default=None, description="Optuna storage URL; default: SQLite "
                                 "in the output folder")
@@ -32,6 +35,8 @@ class TuneConfig(StrictModel):
     enqueue: list[dict[str, Any]] = Field(default_factory=list,
                                           description="configurations to try first")
     device: Literal["auto", "cpu", "gpu"] = "auto"
+    parallel: int = Field(default=1, ge=1, le=64, description="trials at once (GPU hosts: each "
+                          "gets its own devices)")
     startup_timeout_s: float | None = Field(default=None, gt=0)
 
     @property

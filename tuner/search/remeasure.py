@@ -81,7 +81,9 @@ def remeasure(ctx: TrialContext, results: list[TrialResult], *, top: int, repeat
             ctx.progress.status("trial", f"re-measuring trial {cand.number} on a fresh start "
                                 f"({rep + 1}/{repeats})")
             tag = f"remeasure-{cand.number:03d}-{rep}"
-            handle = ctx.start(cand.config, tag, defaults=cand.defaults)
+            lease = ctx.devices(cand.accelerators)
+            handle = ctx.start(cand.config, tag, defaults=cand.defaults,
+                               devices=lease.devices if lease else [])
             try:
                 timing.startup_s += ctx.ready(handle)
                 t_m = time.monotonic()
@@ -97,7 +99,9 @@ def remeasure(ctx: TrialContext, results: list[TrialResult], *, top: int, repeat
                 failures[cand.number].append(f"{exc.outcome}: {exc}")
             finally:
                 t_d = time.monotonic()
-                handle.stop()
+                ctx.stop(handle)
+                if lease is not None:
+                    lease.release()
                 timing.teardown_s += time.monotonic() - t_d
     timing.wall_s = time.monotonic() - t0
     price = ctx.workload.cost.usd_per_hour

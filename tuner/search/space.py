@@ -35,6 +35,8 @@ class IntKnob(_Knob):
     high: int
     log: bool = False
     step: int = 1
+    at_most: Literal["cpu_cores"] | None = Field(
+        default=None, description="cap `high` at this fact of the host")
 
     @model_validator(mode="after")
     def _range(self) -> IntKnob:
@@ -118,6 +120,9 @@ class SearchSpace(StrictModel):
         for name, knob in self.knobs.items():
             if hw.device not in knob.devices:
                 continue
+            if isinstance(knob, IntKnob) and knob.at_most == "cpu_cores":
+                knob = knob.model_copy(update={"high": max(knob.low, min(knob.high,
+                                                                         hw.cpu_cores))})
             if isinstance(knob, CategoricalKnob):
                 choices = knob.choices_on.get(hw.device, knob.choices)
                 if knob.filter == "divides_heads_and_gpus":

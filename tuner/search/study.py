@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import optuna
 from optuna.trial import TrialState
@@ -96,32 +99,78 @@ def run_search(cfg: TuneConfig, ctx: TrialContext, tracker: Tracker,
     state.results = load_results(cfg, study)
     defaults = ctx.space.clamp_defaults(ctx.spec.defaults(ctx.hardware.device))
     enqueue_first(study, defaults, cfg.enqueue)
-    slo = ctx.workload.slo
-    deadline = None if cfg.time_budget_s is None else time.monotonic() + cfg.time_budget_s
-    rejected = 0
-
-    def launched() -> int:
-        return sum(not r.rejected_before_launch for r in state.results)
-
-    while launched() < cfg.trials and rejected < 4 * cfg.trials:
-        if deadline is not None and time.monotonic() >= deadline:
-            ctx.progress.note("time budget spent; no new trials")
-            break
-        trial = study.ask()
-        is_default = bool(trial.user_attrs.get("defaults"))
-        config = ctx.space.sample(trial)
-        # Enqueued knobs outside the search space still go to the engine.
-        config.update({k: v for k, v in trial.user_attrs.get("enqueued", {}).items()
-                       if k not in config and k in ctx.spec.knobs})
-        ctx.progress.status("trial", f"{launched() + 1} of {cfg.trials} (optuna #{trial.number})"
-                            + (", engine defaults" if is_default else ""))
+    search = _Search(cfg, ctx, tracker, state, study)
+    if cfg.parallel <= 1:
+        search.worker(0)
+        return study
+    with ThreadPoolExecutor(max_workers=cfg.parallel, thread_name_prefix="trial") as pool:
+        futures = [pool.submit(search.worker, i) for i in range(cfg.parallel)]
         try:
-            result = run_trial(ctx, trial.number, config, defaults=is_default)
+            for future in futures:
+                future.result()
         except BaseException:
-            study.tell(trial, state=TrialState.FAIL)
+            search.stopping.set()
+            ctx.stop_all()  # wakes every worker: their engines are gone
+            wait(futures, timeout=120)
             raise
-        rejected += result.rejected_before_launch
-        (_results_dir(cfg) / f"trial-{trial.number:03d}.json").write_text(
+    return study
+
+
+class _Search:
+    """Ask, run, tell; shared by the workers of a parallel study (ask/tell under a lock)."""
+
+    def __init__(self, cfg: TuneConfig, ctx: TrialContext, tracker: Tracker,
+                 state: StudyProgress, study: optuna.Study) -> None:
+        self.cfg, self.ctx, self.tracker, self.state, self.study = cfg, ctx, tracker, state, study
+        self.deadline = (None if cfg.time_budget_s is None
+                         else time.monotonic() + cfg.time_budget_s)
+        self.rejected = 0
+        self.running = 0
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+
+    def launched(self) -> int:
+        return sum(not r.rejected_before_launch for r in self.state.results)
+
+    def _next(self) -> tuple[optuna.Trial, dict[str, Any], bool] | None:
+        with self.lock:
+            cfg = self.cfg
+            if (self.stopping.is_set() or self.launched() + self.running >= cfg.trials
+                    or self.rejected >= 4 * cfg.trials):
+                return None
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                self.ctx.progress.note("time budget spent; no new trials")
+                return None
+            trial = self.study.ask()
+            is_default = bool(trial.user_attrs.get("defaults"))
+            config = self.ctx.space.sample(trial)
+            # Enqueued knobs outside the search space still go to the engine.
+            config.update({k: v for k, v in trial.user_attrs.get("enqueued", {}).items()
+                           if k not in config and k in self.ctx.spec.knobs})
+            self.running += 1
+            self.ctx.progress.status(
+                "trial", f"{self.launched() + self.running} of {cfg.trials} (optuna "
+                f"#{trial.number})" + (", engine defaults" if is_default else ""))
+            return trial, config, is_default
+
+    def worker(self, index: int) -> None:
+        while (job := self._next()) is not None:
+            trial, config, is_default = job
+            try:
+                result = run_trial(self.ctx, trial.number, config, defaults=is_default)
+            except BaseException:
+                with self.lock:
+                    self.running -= 1
+                    self.study.tell(trial, state=TrialState.FAIL)
+                raise
+            with self.lock:
+                self.running -= 1
+                self._tell(trial, result)
+
+    def _tell(self, trial: optuna.Trial, result: TrialResult) -> None:
+        slo = self.ctx.workload.slo
+        self.rejected += result.rejected_before_launch
+        (_results_dir(self.cfg) / f"trial-{trial.number:03d}.json").write_text(
             result.model_dump_json(indent=2))
         for key, value in constraint_values(result, slo.ttft_p95_ms, slo.itl_p95_ms,
                                             slo.max_error_rate).items():
@@ -129,15 +178,15 @@ def run_search(cfg: TuneConfig, ctx: TrialContext, tracker: Tracker,
         trial.set_user_attr("outcome", result.outcome)
         trial.set_user_attr("detail", result.detail[:500])
         trial.set_user_attr("max_load", result.max_load)
-        study.tell(trial, result.cost_per_m_output_tokens if result.feasible else FAILED_COST)
-        state.results.append(result)
-        tracker.log_trial(result)
-        ctx.progress.note(result.line())
-        best = state.feasible[:1]
+        self.study.tell(trial, result.cost_per_m_output_tokens if result.feasible
+                        else FAILED_COST)
+        self.state.results.append(result)
+        self.tracker.log_trial(result)
+        self.ctx.progress.note(result.line())
+        best = self.state.feasible[:1]
         if best:
-            ctx.progress.status("best", f"${best[0].cost_per_m_output_tokens:.4g}/M output "
-                                f"tokens (trial {best[0].number})")
-    return study
+            self.ctx.progress.status("best", f"${best[0].cost_per_m_output_tokens:.4g}/M "
+                                     f"output tokens (trial {best[0].number})")
 
 
 def results_summary(results: list[TrialResult]) -> dict[str, int]:

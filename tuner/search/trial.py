@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from tuner.errors import EngineCrashed, EngineStartError
 from tuner.hardware import Hardware
 from tuner.launch.base import EngineHandle, Launcher, LaunchRequest
 from tuner.launch.classify import classify_log
+from tuner.launch.gpus import GpuLease, GpuPool
 from tuner.launch.readiness import wait_ready
 from tuner.loadgen.records import write_records_csv
 from tuner.metrics.summary import RunSummary
@@ -53,20 +55,43 @@ class TrialContext:
     startup_timeout_s: float | None = None
     secret_env: dict[str, SecretStr] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
-    devices: list[int] = field(default_factory=list)
+    gpu_pool: GpuPool | None = None
+    live: set[EngineHandle] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def check_rules(self, config: dict[str, Any]) -> list[str]:
-        names = rule_names(self.spec, config, self.hardware, self.model)
+        names = rule_names(self.spec, config, self.hardware, self.model,
+                           self.workload.max_request_tokens())
         return [f"{r.name}: {r.message}" for r in
                 broken_rules(self.spec.rules + self.space.constraints, names)]
 
-    def start(self, config: dict[str, Any], tag: str, *, defaults: bool) -> EngineHandle:
+    def devices(self, count: int) -> GpuLease | None:
+        """A lease on ``count`` GPUs of this host (None on CPU); waits for free ones."""
+        return None if self.gpu_pool is None else self.gpu_pool.acquire(count)
+
+    def start(self, config: dict[str, Any], tag: str, *, defaults: bool,
+              devices: list[int] | None = None) -> EngineHandle:
         request = LaunchRequest(
             spec=self.spec, config={} if defaults else config, model=self.model_ref,
             served_name=self.served_name, log_path=self.run_dir / "logs" / f"{tag}.log",
             labels={**self.labels, "tuner.trial": tag}, secret_env=self.secret_env,
-            devices=self.devices, cache_dir=None)
-        return self.launcher.start(request)
+            devices=devices or [], cache_dir=None)
+        handle = self.launcher.start(request)
+        with self._lock:
+            self.live.add(handle)
+        return handle
+
+    def stop(self, handle: EngineHandle) -> None:
+        handle.stop()
+        with self._lock:
+            self.live.discard(handle)
+
+    def stop_all(self) -> None:
+        """Stop every engine still running (an interrupt of a parallel study)."""
+        with self._lock:
+            handles = list(self.live)
+        for handle in handles:
+            self.stop(handle)
 
     def ready(self, handle: EngineHandle) -> float:
         self.progress.status("phase", "starting engine")
@@ -98,7 +123,18 @@ def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, default
         result.timing = Timing(wall_s=time.monotonic() - t0)
         return result
     tag = f"trial-{number:03d}"
-    handle = ctx.start(config, tag, defaults=defaults)
+    lease = ctx.devices(result.accelerators)
+    try:
+        return _launched_trial(ctx, result, tag, defaults, lease.devices if lease else [], t0)
+    finally:
+        if lease is not None:
+            lease.release()
+
+
+def _launched_trial(ctx: TrialContext, result: TrialResult, tag: str, defaults: bool,
+                    devices: list[int], t0: float) -> TrialResult:
+    config = result.config
+    handle = ctx.start(config, tag, defaults=defaults, devices=devices)
     result.command, result.launch = handle.rendered.command_line(), handle.describe()
     result.log_path = str(handle.log_path)
     timing = Timing()
@@ -141,7 +177,7 @@ def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, default
     finally:
         t_down = time.monotonic()
         ctx.progress.status("phase", "stopping engine")
-        handle.stop()
+        ctx.stop(handle)
         timing.teardown_s = time.monotonic() - t_down
         timing.wall_s = time.monotonic() - t0
         result.timing = timing

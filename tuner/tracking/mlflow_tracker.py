@@ -7,6 +7,7 @@ With the default local store (SQLite), artifacts go next to it in the run folder
 
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 import time
@@ -81,6 +82,9 @@ class MlflowTracker:
                    _param("accelerators", r.accelerators)]
         if r.detail:
             params.append(_param("detail", r.detail))
+        for key in ("image", "image_digest", "container_id"):
+            if key in r.launch:
+                params.append(_param(key, r.launch[key]))
         now = int(time.time() * 1000)
         metrics = [Metric(k, float(v), now, 0) for k, v in self._trial_metrics(r).items()]
         if r.capacity is not None:
@@ -97,6 +101,9 @@ class MlflowTracker:
             (Path(tmp) / "trial.json").write_text(r.model_dump_json(indent=2))
             if r.command:
                 (Path(tmp) / "launch_command.sh").write_text(r.command + "\n")
+            if "container_spec" in r.launch:
+                (Path(tmp) / "container_spec.json").write_text(
+                    json.dumps(r.launch["container_spec"], indent=2, default=str))
             self.client.log_artifacts(rid, tmp)
         for path, folder in ((r.log_path, "engine"), (r.records_path, "records")):
             if path and Path(path).is_file():

@@ -132,6 +132,15 @@ class Workload(StrictModel):
             raise ValueError(f"class names must be unique, got {names}")
         return self
 
+    def max_request_tokens(self) -> int:
+        """The longest request the workload can send: prompt (with prefix) plus output."""
+        prefix = self.prefix.tokens if self.prefix is not None else 0
+        if isinstance(self.arrival, TraceArrivals):
+            longest = max(e.input_tokens + e.output_tokens for e in self.arrival.entries)
+        else:
+            longest = max(c.input.bounds()[1] + c.output.bounds()[1] for c in self.classes)
+        return longest + prefix
+
     @property
     def slo_bounds_ns(self) -> tuple[int, int, int | None]:
         s = self.slo

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds tuner-test/vllm-cpu:local without a registry: a Debian bookworm root made by
+# debootstrap (its python3 is 3.11, like the project's venv), plus this venv's site-packages
+# (vLLM's CPU build and torch), and g++ for torch.compile. The entrypoint matches the official vLLM images' contract:
+# the model comes first, then flags. Needs root, debootstrap and a running Docker daemon.
+set -euo pipefail
+IMAGE=${1:-tuner-test/vllm-cpu:local}
+VENV=${VENV:-$(cd "$(dirname "$0")/../.." && pwd)/.venv}
+SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+if docker image inspect "$IMAGE" >/dev/null 2>&1; then
+  echo "$IMAGE is already built"
+  exit 0
+fi
+ROOT=$(mktemp -d /tmp/tuner-rootfs.XXXXXX)
+trap 'rm -rf "$ROOT"' EXIT
+debootstrap --variant=minbase --include=python3,libgomp1,libnuma1,ca-certificates,g++ \
+  bookworm "$ROOT" http://deb.debian.org/debian >/dev/null
+tar -c -C "$ROOT" . -C "$(dirname "$SITE")" --transform "s,^$(basename "$SITE"),opt/engine," \
+    "$(basename "$SITE")" \
+  | docker import \
+      -c 'ENV PYTHONPATH=/opt/engine' \
+      -c 'ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model"]' \
+      - "$IMAGE" >/dev/null
+echo "built $IMAGE"

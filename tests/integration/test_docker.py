@@ -1,0 +1,129 @@
+"""The Docker launcher through a real daemon: vLLM (CPU) in a locally built image."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import docker
+import pytest
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+IMAGE = "tuner-test/vllm-cpu:local"
+
+
+@pytest.fixture(scope="module")
+def client() -> docker.DockerClient:
+    return docker.from_env()
+
+
+@pytest.fixture(scope="module")
+def image(client: docker.DockerClient) -> str:
+    subprocess.run(["bash", str(REPO / "tests" / "images" / "build-vllm-cpu.sh"), IMAGE],
+                   check=True, timeout=900)
+    return IMAGE
+
+
+def ours(client: docker.DockerClient, owner: int) -> list[object]:
+    return client.containers.list(all=True, filters={"label": f"tuner.owner_pid={owner}"})
+
+
+def wait_for(check: Callable[[], object], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def tune_cmd(model: Path, out: Path, study: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "tuner", "--engine", "vllm", "--launcher", "docker",
+            "--image", IMAGE, "--workload", str(REPO / "tests" / "data" / "workload-ci.yaml"),
+            "--search-space", str(REPO / "tests" / "data" / "space-ci.yaml"),
+            "--model", str(model), "--out", str(out), "--study-name", study, *extra]
+
+
+def test_missing_image_is_one_line(tiny_model: Path, tmp_path: Path) -> None:
+    cmd = tune_cmd(tiny_model, tmp_path, "missing")
+    cmd[cmd.index(IMAGE)] = "tuner-test/not-built:0"
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "image tuner-test/not-built:0 is not here and cannot be pulled" in lines[0]
+
+
+def test_container_study_classifies_deaths_and_goes_on(image: str, client: docker.DockerClient,
+                                                       tiny_model: Path, tmp_path: Path) -> None:
+    cmd = tune_cmd(tiny_model, tmp_path, "dock", "--trials", "3", "--remeasure-top", "0",
+                   "--enqueue", str(REPO / "tests" / "data" / "enqueue-docker.yaml"))
+    tune = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # Kill the defaults trial's container once it is serving the load: a death under load.
+        def serving() -> bool:
+            for c in ours(client, tune.pid):
+                if (c.labels.get("tuner.trial") == "trial-000" and
+                        c.logs().decode(errors="replace").count("POST /v1/completions") >= 8):
+                    c.kill()
+                    return True
+            return tune.poll() is not None
+        wait_for(serving, 600, "the defaults trial to serve load")
+        out, err = tune.communicate(timeout=900)
+    finally:
+        if tune.poll() is None:
+            tune.kill()
+    assert tune.returncode == 0, err[-3000:]
+    trials = {p.stem: json.loads(p.read_text())
+              for p in (tmp_path / "dock" / "trials").glob("*.json")}
+    assert trials["trial-000"]["outcome"] == "crashed_during_load"
+    assert trials["trial-001"]["outcome"] == "invalid_config"  # died during start-up
+    assert "max_model_len" in (trials["trial-001"]["log_tail"] or "")
+    assert trials["trial-002"]["outcome"] == "ok"
+    launch = trials["trial-002"]["launch"]
+    assert launch["launcher"] == "docker"
+    assert launch["image"] == IMAGE
+    assert launch["image_digest"].startswith("sha256:")
+    spec = launch["container_spec"]
+    assert spec["network_mode"] == "host"
+    assert spec["labels"]["tuner.study"] == "dock"
+    assert not ours(client, tune.pid), "a container of the study was left behind"
+    summary = json.loads((tmp_path / "dock" / "summary.json").read_text())
+    assert summary["best_trial"]["number"] == 2
+
+
+def test_sigterm_and_sigkill_then_cleanup_remove_only_ours(image: str,
+                                                          client: docker.DockerClient,
+                                                          tiny_model: Path,
+                                                          tmp_path: Path) -> None:
+    foreign = client.containers.run(image, entrypoint=["sleep", "600"], detach=True,
+                                    network_mode="host", labels={"owner": "someone-else"})
+    try:
+        term = subprocess.Popen(tune_cmd(tiny_model, tmp_path, "term", "--trials", "1"),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: ours(client, term.pid), 120, "the first container")
+        term.send_signal(signal.SIGTERM)
+        assert term.wait(timeout=120) == 130
+        assert not ours(client, term.pid)
+
+        killed = subprocess.Popen(tune_cmd(tiny_model, tmp_path, "kill", "--trials", "1"),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: ours(client, killed.pid), 120, "the first container")
+        os.kill(killed.pid, signal.SIGKILL)
+        killed.wait()
+        assert ours(client, killed.pid), "SIGKILL cannot clean up; the container stays"
+        done = subprocess.run([sys.executable, "-m", "tuner", "cleanup"], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "removed container" in done.stdout
+        assert not ours(client, killed.pid)
+        foreign.reload()
+        assert foreign.status == "running"
+    finally:
+        foreign.remove(force=True)

@@ -1,0 +1,21 @@
+"""``tune cleanup``: remove the engines of tuners that are gone."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from tuner.errors import ConfigError
+from tuner.launch.docker import DockerLauncher
+from tuner.launch.process import ProcessLauncher
+
+
+def cleanup_command(console: Console) -> list[str]:
+    removed = ProcessLauncher().cleanup_orphans()
+    try:
+        removed += DockerLauncher().cleanup_orphans()
+    except ConfigError as exc:
+        console.print(f"containers not checked: {exc}")
+    for item in removed:
+        console.print(f"removed {item}")
+    console.print(f"{len(removed)} orphaned engine(s) removed")
+    return removed

@@ -1,0 +1,270 @@
+"""Run an engine as a container from its image, through the Docker SDK.
+
+One container per trial: the model folder mounted read-only, the engine's caches
+mounted from ``$TUNER_CACHE_DIR/engines/<engine>/`` so trials after the first start
+warm, GPUs through device requests for exactly the trial's devices, and the
+shared-memory, IPC and ulimit settings the spec asks for. Host networking on a
+free port by default, or a port published on 127.0.0.1 only. Every container
+carries ``tuner.*`` labels (owner pid and start time, study, trial) so that
+cleanup removes orphans of ours and nothing else. Secrets go into the
+container's environment and nowhere else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import docker
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.types import DeviceRequest, Mount, Ulimit
+
+from tuner.engines.render import Rendered, render
+from tuner.engines.spec import ContainerLaunch, Device, EngineSpec
+from tuner.errors import ConfigError, EngineStartError
+from tuner.launch.base import EngineHandle, LaunchRequest
+from tuner.launch.ownership import OWNER_PID, OWNER_STARTED, owner_alive, owner_marker
+from tuner.launch.process import free_port
+from tuner.settings import Settings
+
+log = logging.getLogger(__name__)
+
+MANAGED = "tuner.managed"
+OWNER_LABEL = "tuner.owner_pid"
+STARTED_LABEL = "tuner.owner_started"
+Network = Literal["host", "publish"]
+
+
+def image_ref(launch: ContainerLaunch, device: Device, tag: str | None) -> str:
+    """``repo:tag`` for this device; ``tag`` overrides the spec's pinned tag."""
+    if device == "cpu" and launch.cpu_image:
+        return f"{launch.cpu_image}:{tag or launch.cpu_tag or launch.tag}"
+    return f"{launch.image}:{tag or launch.tag}"
+
+
+def container_spec(request: LaunchRequest, *, image: str, port: int, network: Network,
+                   cache_root: Path) -> tuple[dict[str, Any], Rendered]:
+    """The exact ``containers.run`` arguments for a launch (no secrets), and the rendered
+    command. Pure, so GPU paths are tested without a GPU."""
+    spec = request.spec
+    launch = spec.container
+    if launch is None:
+        raise ConfigError(f"engine {spec.name} has no container launch in its spec")
+    device: Device = "gpu" if request.devices else "cpu"
+    local_model = Path(request.model).exists()
+    model_arg = launch.model_mount if local_model else request.model
+    host = "127.0.0.1" if network == "host" else "0.0.0.0"
+    rendered = render(spec, request.config, device=device, mode="container",
+                      values={"python": "python3", "model": model_arg,
+                              "served_name": request.served_name, "port": str(port),
+                              "host": host},
+                      model_root=Path(request.model) if local_model else None)
+    mounts = []
+    if local_model:
+        mounts.append(Mount(target=launch.model_mount, source=str(Path(request.model).resolve()),
+                            type="bind", read_only=True))
+    for name, target in sorted(launch.cache_mounts.items()):
+        source = cache_root / "engines" / spec.name / name
+        source.mkdir(parents=True, exist_ok=True)
+        mounts.append(Mount(target=target, source=str(source.resolve()), type="bind"))
+    marker = owner_marker()
+    labels = {MANAGED: "true", OWNER_LABEL: marker[OWNER_PID],
+              STARTED_LABEL: marker[OWNER_STARTED], **request.labels}
+    kwargs: dict[str, Any] = {
+        "image": image,
+        "command": rendered.argv,
+        "environment": dict(rendered.env),
+        "labels": labels,
+        "mounts": mounts,
+        "detach": True,
+        "name": None,
+    }
+    if launch.entrypoint is not None:
+        kwargs["entrypoint"] = launch.entrypoint
+    if network == "host":
+        kwargs["network_mode"] = "host"
+    else:
+        kwargs["ports"] = {f"{port}/tcp": ("127.0.0.1", port)}
+    if launch.shm_size:
+        kwargs["shm_size"] = launch.shm_size
+    if launch.ipc_host:
+        kwargs["ipc_mode"] = "host"
+    if launch.ulimits:
+        kwargs["ulimits"] = [Ulimit(name=k, soft=v, hard=v) for k, v in
+                             sorted(launch.ulimits.items())]
+    if request.devices:
+        kwargs["device_requests"] = [DeviceRequest(
+            device_ids=[str(d) for d in request.devices], capabilities=[["gpu"]])]
+    return kwargs, rendered
+
+
+class ContainerHandle(EngineHandle):
+    def __init__(self, container: Any, rendered: Rendered, base_url: str, log_path: Path,
+                 metrics_path: str | None, record: dict[str, Any]) -> None:
+        self._container = container
+        self.rendered = rendered
+        self.base_url = base_url
+        self.log_path = log_path
+        self._metrics_path = metrics_path
+        self._record = record
+        self._stopped = False
+        self._logs = threading.Thread(target=self._follow_logs, daemon=True)
+        self._logs.start()
+
+    @property
+    def container_id(self) -> str:
+        return str(self._container.id)
+
+    @property
+    def metrics_url(self) -> str | None:
+        return None if self._metrics_path is None else self.base_url + self._metrics_path
+
+    def _follow_logs(self) -> None:
+        with contextlib.suppress(DockerException, OSError), self.log_path.open("ab") as out:
+            for chunk in self._container.logs(stream=True, follow=True):
+                out.write(chunk)
+                out.flush()
+
+    def exit_code(self) -> int | None:
+        try:
+            self._container.reload()
+        except NotFound:
+            return -1
+        state = self._container.attrs.get("State", {})
+        if state.get("Status") in ("exited", "dead"):
+            return 137 if state.get("OOMKilled") else int(state.get("ExitCode", -1))
+        return None
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        with contextlib.suppress(NotFound, APIError):
+            self._container.stop(timeout=int(grace_s))
+        with contextlib.suppress(NotFound, APIError):
+            self._container.remove(force=True)
+        self._logs.join(timeout=5)
+
+    def describe(self) -> dict[str, Any]:
+        return {**self._record, "container_id": self.container_id}
+
+
+class DockerLauncher:
+    """Starts engines as containers. ``image`` overrides the spec's image entirely."""
+
+    name = "docker"
+
+    def __init__(self, *, tag: str | None = None, image: str | None = None,
+                 network: Network = "host", settings: Settings | None = None,
+                 on_pull: Callable[[str], None] | None = None) -> None:
+        self.tag = tag
+        self.image = image
+        self.network = network
+        self.settings = settings or Settings()
+        self.on_pull = on_pull
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            try:
+                host = self.settings.docker_host
+                self._client = (docker.DockerClient(base_url=host) if host
+                                else docker.from_env())
+                self._client.ping()
+            except DockerException as exc:
+                raise ConfigError(f"cannot reach the Docker daemon ({exc}); start dockerd or "
+                                  "set TUNER_DOCKER_HOST") from exc
+        return self._client
+
+    def image_for(self, spec: EngineSpec, device: Device) -> str:
+        if self.image:
+            return self.image
+        if spec.container is None:
+            raise ConfigError(f"engine {spec.name} has no container launch in its spec")
+        return image_ref(spec.container, device, self.tag)
+
+    def ensure_image(self, image: str) -> dict[str, str]:
+        """The image's id and digest; pulls it (with progress) when it is missing."""
+        try:
+            found = self.client.images.get(image)
+        except ImageNotFound:
+            found = self._pull(image)
+        digests = found.attrs.get("RepoDigests") or []
+        return {"image": image, "image_id": str(found.id),
+                "image_digest": digests[0] if digests else str(found.id)}
+
+    def _pull(self, image: str) -> Any:
+        repo, _, tag = image.rpartition(":") if ":" in image.split("/")[-1] else (image, "", "")
+        try:
+            for event in self.client.api.pull(repo, tag=tag or "latest", stream=True,
+                                              decode=True):
+                if "error" in event:
+                    raise APIError(event["error"])
+                if self.on_pull is not None:
+                    self.on_pull(f"{event.get('id', '')} {event.get('status', '')} "
+                                 f"{event.get('progress', '')}".strip())
+            return self.client.images.get(image)
+        except (APIError, ImageNotFound) as exc:
+            reason = str(getattr(exc, "explanation", None) or exc).splitlines()[0][:200]
+            raise ConfigError(f"image {image} is not here and cannot be pulled ({reason}); "
+                              "pull or build it, or pass --image / --image-tag") from exc
+
+    def start(self, request: LaunchRequest) -> ContainerHandle:
+        device: Device = "gpu" if request.devices else "cpu"
+        image = self.image_for(request.spec, device)
+        info = self.ensure_image(image)
+        port = free_port()
+        kwargs, rendered = container_spec(request, image=image, port=port, network=self.network,
+                                          cache_root=request.cache_dir or self.settings.cache_dir)
+        run_kwargs = dict(kwargs)
+        run_kwargs["environment"] = {**kwargs["environment"], **{
+            k: v.get_secret_value() for k, v in request.secret_env.items()}}
+        request.log_path.parent.mkdir(parents=True, exist_ok=True)
+        request.log_path.write_text(f"$ docker run {image} {rendered.command_line()}\n")
+        try:
+            container = self.client.containers.run(**run_kwargs)
+        except (APIError, DockerException) as exc:
+            raise EngineStartError(f"docker could not start {image}: {exc}",
+                                   outcome="invalid_config", exit_code=None,
+                                   log_tail=str(exc)) from exc
+        record = {"launcher": "docker", **info, "command": rendered.command_line(),
+                  "container_spec": describe_spec(kwargs)}
+        return ContainerHandle(container, rendered, f"http://127.0.0.1:{port}",
+                               request.log_path, request.spec.metrics_path, record)
+
+    def cleanup_orphans(self) -> list[str]:
+        """Remove containers of ours whose tuner is gone. Others' containers are not looked at
+        beyond their labels."""
+        removed = []
+        for c in self.client.containers.list(all=True, filters={"label": f"{MANAGED}=true"}):
+            labels = c.labels or {}
+            pid, started = labels.get(OWNER_LABEL), labels.get(STARTED_LABEL)
+            if pid is None or started is None or owner_alive(pid, started):
+                continue
+            with contextlib.suppress(NotFound, APIError):
+                c.remove(force=True)
+                removed.append(f"container {c.name} ({c.short_id})")
+                log.info("removed orphan container %s", c.name)
+        return removed
+
+
+def describe_spec(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-friendly copy of the container spec (it never holds secrets)."""
+    out: dict[str, Any] = {}
+    for key, value in kwargs.items():
+        if key == "mounts":
+            out[key] = [{"source": m["Source"], "target": m["Target"],
+                         "read_only": m.get("ReadOnly", False)} for m in value]
+        elif key == "device_requests":
+            out[key] = [{"device_ids": d["DeviceIDs"], "capabilities": d["Capabilities"]}
+                        for d in value]
+        elif key == "ulimits":
+            out[key] = [{"name": u["Name"], "soft": u["Soft"], "hard": u["Hard"]} for u in value]
+        else:
+            out[key] = value
+    return out
