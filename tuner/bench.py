@@ -81,13 +81,14 @@ class Bench:
 
 async def open_bench(workload: Workload, endpoint: str, *, tokenizer: Path | None = None,
                      metrics_url: str | None = None, accelerators: int = 1,
-                     progress: Progress = NULL_PROGRESS) -> Bench:
+                     force_lengths: bool = True, progress: Progress = NULL_PROGRESS) -> Bench:
     """Load the tokenizer, probe the endpoint and return a ready :class:`Bench`."""
     url = normalise_endpoint(endpoint)
     synth = PromptSynth(load_tokenizer(workload.model, tokenizer or workload.tokenizer))
     specials = workload.api == "completions"
     probe_prompt = synth.prompt(np.random.default_rng(0), 8, specials=specials)
-    caps = await probe_endpoint(url, workload.model, workload.api, probe_prompt, 8)
+    caps = await probe_endpoint(url, workload.model, workload.api, probe_prompt, 8,
+                                force_lengths=force_lengths)
     factory = RequestFactory(workload, synth)
     runner = Runner(url, workload, factory, caps,
                     metrics_url=metrics_url or f"{url}/metrics", progress=progress)

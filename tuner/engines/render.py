@@ -8,16 +8,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tuner.engines.spec import Device, EngineSpec, Knob, Mode
 from tuner.errors import ConfigError
+
+OPTIONS_FILE = "{options_file}"
+"""Placeholder in argv for the options file; the launcher writes the file and substitutes it."""
 
 
 @dataclass(frozen=True)
 class Rendered:
-    """argv and the non-secret environment of one launch."""
+    """argv, the non-secret environment and the options file of one launch."""
 
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
+    options: str | None = None
+
+    def with_options_path(self, path: str) -> Rendered:
+        return Rendered([path if a == OPTIONS_FILE else a for a in self.argv], self.env,
+                        self.options)
 
     def command_line(self) -> str:
         """A shell line a person can paste (environment first)."""
@@ -36,10 +46,12 @@ def _text(value: Any) -> str:
 def knob_args(knob: Knob, value: Any, mode: Mode) -> tuple[list[str], dict[str, str]]:
     if value is None or value in knob.omit or mode not in knob.modes:
         return [], {}
-    if knob.style == "model_file":
+    if knob.style in ("model_file", "option"):
         return [], {}
     flag = (knob.container_flag or knob.flag) if mode == "container" else knob.flag
     text = knob.values.get(mode, {}).get(_text(value), _text(value))
+    if knob.style == "off_switch":
+        return ([] if value else [flag or ""]), {}
     if knob.style == "env":
         assert knob.env is not None
         return [], {knob.env: text}
@@ -70,27 +82,47 @@ def model_file(spec: EngineSpec, config: dict[str, Any], device: Device, root: P
     return None
 
 
+def _active(spec: EngineSpec, config: dict[str, Any], device: Device
+            ) -> list[tuple[Knob, Any]]:
+    out = []
+    for name, knob in spec.knobs.items():
+        if device not in knob.devices:
+            continue
+        if name in config:
+            out.append((knob, config[name]))
+        elif knob.always:
+            out.append((knob, knob.default_on(device)))
+    unknown = sorted(set(config) - set(spec.knobs))
+    if unknown:
+        raise KeyError(f"{spec.name} has no knob {unknown[0]!r}")
+    return out
+
+
 def config_args(spec: EngineSpec, config: dict[str, Any], device: Device, mode: Mode
                 ) -> tuple[list[str], dict[str, str]]:
     """Flags and environment for the knobs in ``config``, plus the ``always`` knobs."""
     args: list[str] = []
     env: dict[str, str] = {}
-    for name, knob in spec.knobs.items():
-        if device not in knob.devices:
-            continue
-        if name in config:
-            value = config[name]
-        elif knob.always:
-            value = knob.default_on(device)
-        else:
-            continue
+    for knob, value in _active(spec, config, device):
         a, e = knob_args(knob, value, mode)
         args += a
         env.update(e)
-    unknown = sorted(set(config) - set(spec.knobs))
-    if unknown:
-        raise KeyError(f"{spec.name} has no knob {unknown[0]!r}")
     return args, env
+
+
+def options_yaml(spec: EngineSpec, config: dict[str, Any], device: Device) -> str | None:
+    """The engine's options file for the option knobs in ``config`` (None: no such knob)."""
+    tree: dict[str, Any] = {}
+    for knob, value in _active(spec, config, device):
+        if knob.style != "option" or value is None or value in knob.omit:
+            continue
+        assert knob.path is not None
+        node = tree
+        *parents, leaf = knob.path.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return yaml.safe_dump(tree, sort_keys=True) if tree else None
 
 
 def render(spec: EngineSpec, config: dict[str, Any], *, device: Device, mode: Mode,
@@ -105,4 +137,7 @@ def render(spec: EngineSpec, config: dict[str, Any], *, device: Device, mode: Mo
         values = {**values, "model": posixpath.join(values["model"], chosen)}
     base = [part.format(**values) for part in launch.argv]
     args, env = config_args(spec, config, device, mode)
-    return Rendered(argv=base + args, env={**launch.env, **env})
+    options = options_yaml(spec, config, device)
+    if options is not None and spec.options_file is not None:
+        args += [spec.options_file.flag, OPTIONS_FILE]
+    return Rendered(argv=base + args, env={**launch.env, **env}, options=options)

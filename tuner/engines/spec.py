@@ -38,11 +38,14 @@ class Knob(StrictModel):
     flag: str | None = Field(default=None, description="e.g. --max-num-seqs")
     container_flag: str | None = Field(
         default=None, description="the flag in the container image when it differs")
-    style: Literal["value", "switch", "pair", "env", "model_file"] = "value"
+    style: Literal["value", "switch", "off_switch", "pair", "env", "model_file",
+                   "option"] = "value"
     off_flag: str | None = Field(default=None, description="for style pair: the 'off' flag")
     env: str | None = Field(default=None, description="for style env: the variable")
     pattern: str | None = Field(default=None, description="for style model_file: the file (or "
                                 "folder) in the model folder, e.g. '*-{value}.gguf'")
+    path: str | None = Field(default=None, description="for style option: the dotted key in "
+                             "the engine's options file, e.g. kv_cache_config.dtype")
     values: dict[Mode, dict[str, str]] = Field(
         default_factory=dict, description="how a value is written, per launch mode, when the "
         "engine's spelling differs (e.g. q8_0 -> 8, true -> on)")
@@ -64,7 +67,9 @@ class Knob(StrictModel):
             raise ValueError("style env needs `env`")
         if self.style == "model_file" and not self.pattern:
             raise ValueError("style model_file needs `pattern`")
-        if self.style not in ("env", "model_file") and not self.flag:
+        if self.style == "option" and not self.path:
+            raise ValueError("style option needs `path`")
+        if self.style not in ("env", "model_file", "option") and not self.flag:
             raise ValueError(f"style {self.style} needs `flag`")
         if self.style == "pair" and not self.off_flag:
             raise ValueError("style pair needs `off_flag`")
@@ -74,6 +79,13 @@ class Knob(StrictModel):
         if isinstance(self.default, dict):
             return self.default.get(device)
         return self.default
+
+
+class OptionsFile(StrictModel):
+    """An engine that takes some knobs from a YAML file (TensorRT-LLM's extra options)."""
+
+    flag: str
+    container_path: str = "/tuner/options.yaml"
 
 
 class ProcessLaunch(StrictModel):
@@ -137,7 +149,9 @@ class EngineSpec(StrictModel):
     container: ContainerLaunch | None = None
     readiness: Readiness = Readiness()
     metrics_path: str | None = "/metrics"
-    forces_output_length: bool = True
+    forces_output_length: bool = Field(default=True, description="the engine honours "
+                                       "min_tokens/ignore_eos; false: figures use real counts")
+    options_file: OptionsFile | None = None
     failures: Failures = Failures()
     knobs: dict[str, Knob]
     rules: list[Rule] = Field(default_factory=list)
@@ -151,6 +165,8 @@ class EngineSpec(StrictModel):
             raise ValueError(f"accelerators name unknown knobs {missing}")
         if self.process is None and self.container is None:
             raise ValueError("give `process` or `container` (or both)")
+        if self.options_file is None and any(k.style == "option" for k in self.knobs.values()):
+            raise ValueError("knobs of style option need `options_file`")
         return self
 
     def defaults(self, device: Device) -> dict[str, Any]:

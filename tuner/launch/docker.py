@@ -30,6 +30,7 @@ from tuner.launch.base import EngineHandle, LaunchRequest
 from tuner.launch.ownership import OWNER_PID, OWNER_STARTED, owner_alive, owner_marker
 from tuner.launch.process import free_port
 from tuner.settings import Settings
+from tuner.workload.tokenizer import hf_home
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +69,19 @@ def container_spec(request: LaunchRequest, *, image: str, port: int, network: Ne
         mounts.append(Mount(target=launch.model_mount, source=str(Path(request.model).resolve()),
                             type="bind", read_only=True))
     for name, target in sorted(launch.cache_mounts.items()):
-        source = cache_root / "engines" / spec.name / name
+        # The host's Hugging Face cache is shared as it is (models by id); other caches (torch
+        # compile, engine state) get a folder of the tuner's, shared by the engine's trials.
+        source = (hf_home() if name == "huggingface"
+                  else cache_root / "engines" / spec.name / name)
         source.mkdir(parents=True, exist_ok=True)
         mounts.append(Mount(target=target, source=str(source.resolve()), type="bind"))
+    if rendered.options is not None and spec.options_file is not None:
+        options = request.log_path.with_suffix(".options.yaml")
+        options.parent.mkdir(parents=True, exist_ok=True)
+        options.write_text(rendered.options)
+        mounts.append(Mount(target=spec.options_file.container_path,
+                            source=str(options.resolve()), type="bind", read_only=True))
+        rendered = rendered.with_options_path(spec.options_file.container_path)
     marker = owner_marker()
     labels = {MANAGED: "true", OWNER_LABEL: marker[OWNER_PID],
               STARTED_LABEL: marker[OWNER_STARTED], **request.labels}

@@ -70,9 +70,10 @@ async def _try(http: httpx.AsyncClient, url: str, api: Api, body: dict[str, Any]
     return 200, usage, text
 
 
-async def probe_endpoint(url: str, model: str, api: Api, prompt: str, prompt_tokens: int
-                         ) -> ServerCaps:
-    """Validate the endpoint and find what it accepts. Raises EndpointError (bad input)."""
+async def probe_endpoint(url: str, model: str, api: Api, prompt: str, prompt_tokens: int, *,
+                         force_lengths: bool = True) -> ServerCaps:
+    """Validate the endpoint and find what it accepts. Raises EndpointError (bad input).
+    ``force_lengths=False`` (an engine known to ignore them) never sends the extras."""
     async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
         models = await served_models(http, url)
         if model not in models:
@@ -84,6 +85,8 @@ async def probe_endpoint(url: str, model: str, api: Api, prompt: str, prompt_tok
         attempts = [caps, replace(caps, continuous_usage=False),
                     replace(caps, continuous_usage=False, forces_output_length=False),
                     ServerCaps(False, False, False)]
+        if not force_lengths:
+            attempts = [a for a in attempts if not a.forces_output_length]
         last = ""
         for attempt in attempts:
             body = request_body(req, model=model, api=api, caps=attempt, temperature=0.0)

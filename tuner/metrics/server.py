@@ -1,9 +1,10 @@
 """Scrape an engine's Prometheus metrics during a run.
 
-Gauges (KV-cache usage, queue length, running batch) are sampled every 5 seconds
-(a scrape costs the server CPU, so not more often) and reported as mean and max; counters (preemptions, prefix-cache hits and queries)
-are reported as the difference between the last and the first scrape. Names
-are listed per engine below; values are summed over label sets (DP ranks).
+Gauges (KV-cache usage, queue length, running batch) are sampled every 5 seconds (a
+scrape costs the server CPU, so not more often) and reported as mean and max; counters
+(preemptions, prefix-cache hits and queries) are reported as the difference between the
+last and the first scrape. Names are listed per engine below; values are summed over
+label sets (DP ranks).
 """
 
 from __future__ import annotations

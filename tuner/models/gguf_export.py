@@ -125,9 +125,9 @@ def quantize(f16: Path, out: Path, variant: str) -> Path:
 
 def make_gguf_variants(model_dir: Path, variants: tuple[str, ...] = ("F16", "Q8_0", "Q4_0")
                        ) -> dict[str, Path]:
-    """``tiny-llama-<variant>.gguf`` files in ``model_dir/gguf``; existing ones are kept."""
-    folder = model_dir / "gguf"
-    folder.mkdir(exist_ok=True)
+    """``tiny-llama-<variant>.gguf`` files beside the Hugging Face files in ``model_dir`` (one
+    folder serves vLLM and llama.cpp); existing files are kept."""
+    folder = model_dir
     f16 = folder / "tiny-llama-F16.gguf"
     if not f16.is_file():
         write_f16_gguf(model_dir, f16)

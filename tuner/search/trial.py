@@ -102,7 +102,9 @@ class TrialContext:
     async def bench(self, handle: EngineHandle, accelerators: int) -> Bench:
         return await open_bench(self.workload, handle.base_url, tokenizer=self.workload.tokenizer
                                 or Path(self.model.path), metrics_url=handle.metrics_url,
-                                accelerators=accelerators, progress=self.progress)
+                                accelerators=accelerators,
+                                force_lengths=self.spec.forces_output_length,
+                                progress=self.progress)
 
 
 def _crash_outcome(handle: EngineHandle, spec: EngineSpec) -> tuple[str, str]:

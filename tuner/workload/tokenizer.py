@@ -17,6 +17,11 @@ from tuner.errors import ConfigError
 from tuner.settings import Settings
 
 
+def hf_home() -> Path:
+    """The Hugging Face home folder (``$HF_HOME``, else ``~/.cache/huggingface``)."""
+    return Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface"))
+
+
 def hf_cache_dirs() -> list[Path]:
     dirs = []
     if os.environ.get("HF_HUB_CACHE"):
