@@ -179,6 +179,55 @@ def bench(
 
 
 @app.command()
+def compare(
+    engines: Annotated[str, typer.Option(help="engines to compare, comma-separated")],
+    workload: Annotated[Path, typer.Option(help="workload YAML file (drives every engine)")],
+    model: Annotated[list[str], typer.Option(
+        help="model folder for all engines, or ENGINE=DIR per engine (repeatable)")],
+    trials: Annotated[int, typer.Option(help="launched trials per engine study")] = 10,
+    repeats: Annotated[int, typer.Option(
+        help="fresh starts per measured configuration (defaults and tuned, per engine)")] = 3,
+    out: Annotated[Path, typer.Option(help="output folder")] = Path("tune-runs"),
+    seed: Annotated[int, typer.Option(help="sampler and bootstrap seed")] = 0,
+    tracking_uri: Annotated[str | None, typer.Option(
+        help="MLflow tracking URI; default: SQLite in the comparison folder")] = None,
+    duration: Annotated[float | None, typer.Option(
+        help="seconds per re-measurement; default: the capacity step duration")] = None,
+    launcher: Annotated[str, typer.Option(help="process or docker")] = "process",
+    debug: Debug = False,
+) -> None:
+    """Tuning delta vs engine delta: tune (or reuse) each engine, measure, report."""
+    from tuner.commands.compare import compare_command
+
+    setup_logging(debug)
+    names = [e.strip() for e in engines.split(",") if e.strip()]
+
+    def models() -> dict[str, str]:
+        pairs = [m.split("=", 1) if "=" in m else ["*", m] for m in model]
+        given = dict((k, v) for k, v in pairs)
+        if "*" in given:
+            return {e: given.get(e, given["*"]) for e in names}
+        return given
+
+    run_cli(lambda: compare_command(names, workload, models(), trials=trials, repeats=repeats,
+                                    out=out, seed=seed, tracking_uri=tracking_uri,
+                                    duration_s=duration, launcher=launcher,
+                                    console=out_console, progress_console=err))
+
+
+@app.command()
+def report(
+    folder: Annotated[Path, typer.Option("--dir", help="a folder `tune compare` wrote")],
+    debug: Debug = False,
+) -> None:
+    """Rebuild a comparison's report (markdown, HTML, JSON, plots) from its stored studies."""
+    from tuner.commands.compare import report_command
+
+    setup_logging(debug)
+    run_cli(lambda: report_command(folder, out_console))
+
+
+@app.command()
 def cleanup(debug: Debug = False) -> None:
     """Remove engines (processes and containers) that a killed tuner left behind; only ours."""
     from tuner.commands.cleanup import cleanup_command

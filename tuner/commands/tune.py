@@ -6,9 +6,8 @@ import json
 import logging
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import FrameType
 
@@ -16,19 +15,14 @@ from rich.console import Console
 
 from tuner import __version__
 from tuner.bench import file_sha256
-from tuner.engines.model_info import load_model_info
 from tuner.engines.render import render
-from tuner.engines.spec import Device, EngineSpec, load_engine_spec
+from tuner.engines.spec import Device, EngineSpec
 from tuner.errors import ConfigError
-from tuner.hardware import detect
-from tuner.launch.base import Launcher
-from tuner.launch.docker import DockerLauncher
-from tuner.launch.gpus import GpuPool
 from tuner.progress import RichProgress
 from tuner.search.config import TuneConfig
 from tuner.search.outcome import TrialResult
 from tuner.search.remeasure import RemeasureOutcome, remeasure
-from tuner.search.space import load_search_space
+from tuner.search.setup import prepare
 from tuner.search.study import StudyProgress, results_summary, run_search
 from tuner.search.summary import (
     StudySummary,
@@ -38,30 +32,8 @@ from tuner.search.summary import (
     verdict,
     write_plots,
 )
-from tuner.search.trial import TrialContext
-from tuner.settings import Settings
-from tuner.tracking.mlflow_tracker import MlflowTracker
-from tuner.workload.loader import load_workload
 
 log = logging.getLogger(__name__)
-
-
-def engine_version(spec: EngineSpec) -> str:
-    for dist in spec.distributions:
-        try:
-            return f"{dist} {version(dist)}"
-        except PackageNotFoundError:
-            continue
-    return "unknown"
-
-
-def make_launcher(cfg: TuneConfig, on_pull: Callable[[str], None] | None = None) -> Launcher:
-    if cfg.launcher == "docker":
-        return DockerLauncher(tag=cfg.image_tag, image=cfg.image, network=cfg.network,
-                              on_pull=on_pull)
-    from tuner.launch.process import ProcessLauncher
-
-    return ProcessLauncher()
 
 
 def ready_command(spec: EngineSpec, trial: TrialResult | None, model: str, served: str,
@@ -89,54 +61,15 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 def tune_command(cfg: TuneConfig, console: Console, progress_console: Console) -> StudySummary:
     t_start = time.monotonic()
-    workload = load_workload(cfg.workload)
-    spec = load_engine_spec(cfg.engine)
-    space = load_search_space(cfg.search_space or cfg.engine)
-    space.check_against(spec)
-    if space.engine != spec.name:
-        raise ConfigError(f"search space is for {space.engine!r}, not {spec.name!r}; pass "
-                          "--search-space for this engine")
-    hw = detect(None if cfg.device == "auto" else cfg.device)
-    model = load_model_info(cfg.model)
-    space = space.for_host(hw, model)
-    settings = Settings()
-    if cfg.parallel > 1 and not hw.gpus:
-        raise ConfigError("--parallel needs GPUs: on a CPU host, trials at once would share cores "
-                          "and measure each other; use --parallel 1")
-    pool = (GpuPool([g.index for g in hw.gpus], settings.cache_dir / "gpu-locks")
-            if hw.gpus else None)
-    launcher = make_launcher(cfg)
-    if isinstance(launcher, DockerLauncher):  # a missing image is bad input, before any trial
-        image = launcher.ensure_image(launcher.image_for(spec, hw.device))
-        log.info("engine image %s (%s)", image["image"], image["image_digest"])
-    removed = launcher.cleanup_orphans()
-    cfg.run_dir.mkdir(parents=True, exist_ok=True)
-    (cfg.run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
-    tracker = MlflowTracker(cfg.tracking, cfg.run_dir / "mlartifacts"
-                            if cfg.tracking_uri is None else None)
-    served = cfg.served_name or workload.model
-    eng_version = engine_version(spec)
-    tracker.start_study(cfg.name, tags={"tuner.engine": spec.name}, params={
-        "engine": spec.name, "engine_version": eng_version, "model": cfg.model,
-        "served_name": served, "workload": str(cfg.workload),
-        "workload_sha256": file_sha256(cfg.workload) or "", "hardware": hw.describe(),
-        "tuner_version": __version__, "launcher": cfg.launcher, "seed": str(cfg.seed),
-        "image": (launcher.image_for(spec, hw.device) if isinstance(launcher, DockerLauncher)
-                  else "none"),
-        "hardware_json": hw.model_dump_json(), "parallel": str(cfg.parallel),
-        "slo": workload.slo.model_dump_json(), "usd_per_hour": str(workload.cost.usd_per_hour)})
+    prep = prepare(cfg)
+    spec, hw, tracker, eng_version = prep.spec, prep.hardware, prep.tracker, prep.engine_version
     state = StudyProgress()
-    secret = {"HF_TOKEN": settings.hf_token} if settings.hf_token else {}
     with sigterm_as_interrupt(), RichProgress(progress_console) as progress:
-        if removed:
-            progress.note(f"removed {len(removed)} orphaned engine(s) of an earlier run")
+        if prep.removed:
+            progress.note(f"removed {len(prep.removed)} orphaned engine(s) of an earlier run")
         progress.status("study", f"{cfg.name}: {spec.display_name} {eng_version} on "
                         f"{hw.describe()}")
-        ctx = TrialContext(spec=spec, space=space, workload=workload, hardware=hw, model=model,
-                           model_ref=cfg.model, served_name=served, launcher=launcher,
-                           run_dir=cfg.run_dir, progress=progress,
-                           startup_timeout_s=cfg.startup_timeout_s, secret_env=secret,
-                           labels={"tuner.study": cfg.name}, gpu_pool=pool)
+        ctx = prep.context(progress)
         study = run_search(cfg, ctx, tracker, state)
         rm: RemeasureOutcome | None = None
         if cfg.remeasure_top > 0:
@@ -162,7 +95,7 @@ def tune_command(cfg: TuneConfig, console: Console, progress_console: Console) -
         remeasure=rm, tuning_delta=rm.tuning_delta if rm else None,
         verdict=verdict(spec.display_name, rm, defaults, best),
         best_config=(winner.config if winner else best.config if best else None),
-        best_command=ready_command(spec, best_trial, cfg.model, served, hw.device),
+        best_command=ready_command(spec, best_trial, cfg.model, prep.served_name, hw.device),
         time=split, time_shares=split.shares())
     out = cfg.run_dir / "summary.json"
     out.write_text(json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")

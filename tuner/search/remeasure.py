@@ -1,10 +1,10 @@
-"""Measure the defaults and the best few configurations again, on fresh engine starts.
+"""Measure configurations again on fresh engine starts, interleaved, on paired requests.
 
-Each candidate runs at the load its capacity search found, on the same seeded
-requests (one epoch per repeat, shared by all candidates), interleaved across
-candidates so that drift on the machine hits every one of them. Costs get
-bootstrap intervals over restarts and requests; the tuning delta is the
-defaults' cost over the winner's.
+Each candidate runs at the load its capacity search found, on the same seeded requests (one
+epoch per repeat, shared by every candidate), and the candidates take turns within each
+repeat so that drift on the machine hits all of them. Costs get bootstrap intervals over
+restarts and requests (:mod:`tuner.stats`); the records of every run are kept, so intervals
+can be rebuilt later from the files alone.
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
 
 from tuner.errors import EngineStartError
-from tuner.loadgen.records import write_records_csv
+from tuner.loadgen.records import RequestRecord, read_records_csv, write_records_csv
 from tuner.metrics.figures import measured, window_ns
 from tuner.metrics.summary import RunSummary
 from tuner.search.outcome import Timing, TrialResult
@@ -30,7 +32,31 @@ log = logging.getLogger(__name__)
 EPOCH_BASE = 1000
 
 
+@dataclass
+class Candidate:
+    engine: str
+    trial: TrialResult
+    ctx: TrialContext
+
+
+class MeasuredRun(BaseModel):
+    """One fresh start of one candidate."""
+
+    engine: str
+    trial: int
+    defaults: bool
+    repeat: int
+    load: float
+    usd_per_hour: float
+    records_path: str | None = None
+    summary: RunSummary | None = None
+    failure: str | None = None
+
+
 class Remeasured(BaseModel):
+    """A candidate's re-measurement, summarised."""
+
+    engine: str
     trial: int
     defaults: bool
     config: dict[str, Any]
@@ -50,10 +76,12 @@ class RemeasureOutcome(BaseModel):
     winner: Remeasured | None
     defaults: Remeasured | None
     tuning_delta: Interval | None
+    runs: list[MeasuredRun]
     timing: Timing
 
 
 def pick_candidates(results: list[TrialResult], top: int) -> list[TrialResult]:
+    """The defaults (when they met the SLOs) and the ``top`` cheapest other configurations."""
     feasible = sorted((r for r in results if r.feasible),
                       key=lambda r: r.cost_per_m_output_tokens or float("inf"))
     picked = [r for r in feasible if not r.defaults][:top]
@@ -61,67 +89,104 @@ def pick_candidates(results: list[TrialResult], top: int) -> list[TrialResult]:
     return ([defaults] if defaults else []) + picked
 
 
-def run_tokens(summary_records: list[Any]) -> RunTokens:
-    recs = [r for r in measured(summary_records) if r.ok]
-    return RunTokens(np.array([r.generated for r in recs], dtype=np.float64),
-                     window_ns(measured(summary_records)) / 1e9)
+def run_tokens(records: list[RequestRecord]) -> RunTokens:
+    recs = measured(records)
+    return RunTokens(np.array([r.generated for r in recs if r.ok], dtype=np.float64),
+                     window_ns(recs) / 1e9)
 
 
-def remeasure(ctx: TrialContext, results: list[TrialResult], *, top: int, repeats: int,
-              duration_s: float | None, seed: int) -> RemeasureOutcome:
-    cands = pick_candidates(results, top)
-    runs: dict[int, list[RunTokens]] = {c.number: [] for c in cands}
-    summaries: dict[int, list[RunSummary]] = {c.number: [] for c in cands}
-    failures: dict[int, list[str]] = {c.number: [] for c in cands}
+def measure_interleaved(cands: list[Candidate], *, repeats: int, duration_s: float | None
+                        ) -> tuple[list[MeasuredRun], Timing]:
+    runs: list[MeasuredRun] = []
     timing = Timing()
     t0 = time.monotonic()
     for rep in range(repeats):
         for cand in cands:
-            assert cand.max_load is not None
-            ctx.progress.status("trial", f"re-measuring trial {cand.number} on a fresh start "
-                                f"({rep + 1}/{repeats})")
-            tag = f"remeasure-{cand.number:03d}-{rep}"
-            lease = ctx.devices(cand.accelerators)
-            handle = ctx.start(cand.config, tag, defaults=cand.defaults,
-                               devices=lease.devices if lease else [])
-            try:
-                timing.startup_s += ctx.ready(handle)
-                t_m = time.monotonic()
-                ctx.progress.status("phase", f"measuring at load {cand.max_load:.3g}")
-                summary, records = asyncio.run(_once(ctx, handle, cand, rep, duration_s))
-                timing.measure_s += time.monotonic() - t_m
-                path = ctx.run_dir / "records" / f"{tag}.csv"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                write_records_csv(records, path)
-                summaries[cand.number].append(summary)
-                runs[cand.number].append(run_tokens(records))
-            except EngineStartError as exc:
-                failures[cand.number].append(f"{exc.outcome}: {exc}")
-            finally:
-                t_d = time.monotonic()
-                ctx.stop(handle)
-                if lease is not None:
-                    lease.release()
-                timing.teardown_s += time.monotonic() - t_d
+            runs.append(_measure_once(cand, rep, duration_s, timing))
     timing.wall_s = time.monotonic() - t0
-    price = ctx.workload.cost.usd_per_hour
-    out: list[Remeasured] = []
-    samples: dict[int, np.ndarray] = {}
-    for cand in cands:
-        usd = price * (cand.accelerators if ctx.workload.cost.per_accelerator else 1)
-        got = runs[cand.number]
-        cost = None
-        if got:
-            samples[cand.number] = cost_samples(got, usd, seed=seed + cand.number)
-            cost = interval(point_cost(got, usd), samples[cand.number])
-        ss = summaries[cand.number]
-        out.append(Remeasured(
-            trial=cand.number, defaults=cand.defaults, config=cand.config,
-            load=cand.max_load or 0.0, runs=len(ss), slo_passed_runs=sum(s.slo.passed for s in ss),
-            failures=failures[cand.number], cost=cost,
-            ttft_p95_ms=[s.ttft_ms.p95 or float("nan") for s in ss],
-            itl_p95_ms=[s.itl_ms.p95 or float("nan") for s in ss],
-            output_tokens_per_s=[s.output_token_throughput for s in ss], command=cand.command))
+    return runs, timing
+
+
+def _measure_once(cand: Candidate, rep: int, duration_s: float | None, timing: Timing
+                  ) -> MeasuredRun:
+    ctx, trial = cand.ctx, cand.trial
+    assert trial.max_load is not None
+    price = ctx.workload.cost.usd_per_hour * (trial.accelerators
+                                              if ctx.workload.cost.per_accelerator else 1)
+    run = MeasuredRun(engine=cand.engine, trial=trial.number, defaults=trial.defaults,
+                      repeat=rep, load=trial.max_load, usd_per_hour=price)
+    ctx.progress.status("trial", f"re-measuring {cand.engine} trial {trial.number} on a fresh "
+                        f"start (repeat {rep + 1})")
+    tag = f"remeasure-{trial.number:03d}-{rep}"
+    lease = ctx.devices(trial.accelerators)
+    handle = ctx.start(trial.config, tag, defaults=trial.defaults,
+                       devices=lease.devices if lease else [])
+    try:
+        timing.startup_s += ctx.ready(handle)
+        t_m = time.monotonic()
+        ctx.progress.status("phase", f"measuring at load {trial.max_load:.3g}")
+        summary, records = asyncio.run(_once(ctx, handle, trial, rep, duration_s))
+        timing.measure_s += time.monotonic() - t_m
+        path = ctx.run_dir / "records" / f"{tag}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_records_csv(records, path)
+        run.summary, run.records_path = summary, str(path)
+    except EngineStartError as exc:
+        run.failure = f"{exc.outcome}: {exc}"
+    finally:
+        t_d = time.monotonic()
+        ctx.stop(handle)
+        if lease is not None:
+            lease.release()
+        timing.teardown_s += time.monotonic() - t_d
+    return run
+
+
+async def _once(ctx: TrialContext, handle: Any, trial: TrialResult, rep: int,
+                duration_s: float | None) -> tuple[RunSummary, list[RequestRecord]]:
+    bench = await ctx.bench(handle, trial.accelerators)
+    summary = await bench.once(trial.max_load, epoch=EPOCH_BASE + rep,
+                               duration_s=duration_s or ctx.workload.capacity.step_duration_s)
+    return summary, bench.records
+
+
+def cost_of(runs: list[MeasuredRun], seed: int) -> tuple[Interval | None, np.ndarray]:
+    """Cost per million output tokens over ``runs`` (one candidate), with its bootstrap."""
+    tokens = [run_tokens(read_records_csv(Path(r.records_path))) for r in runs
+              if r.records_path]
+    if not tokens:
+        return None, np.full(1, np.nan)
+    usd = runs[0].usd_per_hour
+    samples = cost_samples(tokens, usd, seed=seed)
+    return interval(point_cost(tokens, usd), samples), samples
+
+
+def summarise_candidate(engine: str, trial: TrialResult, runs: list[MeasuredRun],
+                        seed: int) -> tuple[Remeasured, np.ndarray]:
+    mine = [r for r in runs if r.engine == engine and r.trial == trial.number]
+    cost, samples = cost_of(mine, seed + trial.number)
+    done = [r.summary for r in mine if r.summary is not None]
+    return Remeasured(
+        engine=engine, trial=trial.number, defaults=trial.defaults, config=trial.config,
+        load=trial.max_load or 0.0, runs=len(done), slo_passed_runs=sum(s.slo.passed
+                                                                        for s in done),
+        failures=[r.failure for r in mine if r.failure], cost=cost,
+        ttft_p95_ms=[s.ttft_ms.p95 or float("nan") for s in done],
+        itl_p95_ms=[s.itl_ms.p95 or float("nan") for s in done],
+        output_tokens_per_s=[s.output_token_throughput for s in done],
+        command=trial.command), samples
+
+
+def remeasure(ctx: TrialContext, results: list[TrialResult], *, top: int, repeats: int,
+              duration_s: float | None, seed: int) -> RemeasureOutcome:
+    """One engine: the defaults and the best ``top`` configurations, and the tuning delta."""
+    engine = ctx.spec.name
+    picked = pick_candidates(results, top)
+    runs, timing = measure_interleaved([Candidate(engine, t, ctx) for t in picked],
+                                       repeats=repeats, duration_s=duration_s)
+    summarised = [summarise_candidate(engine, t, runs, seed) for t in picked]
+    out = [m for m, _ in summarised]
+    samples = {m.trial: s for m, s in summarised}
     scored = [m for m in out if m.cost is not None]
     winner = min(scored, key=lambda m: m.cost.value if m.cost else float("inf"), default=None)
     defaults = next((m for m in out if m.defaults), None)
@@ -130,12 +195,4 @@ def remeasure(ctx: TrialContext, results: list[TrialResult], *, top: int, repeat
         delta = ratio_interval(defaults.cost.value, samples[defaults.trial],
                                winner.cost.value, samples[winner.trial])
     return RemeasureOutcome(candidates=out, winner=winner, defaults=defaults,
-                            tuning_delta=delta, timing=timing)
-
-
-async def _once(ctx: TrialContext, handle: Any, cand: TrialResult, rep: int,
-                duration_s: float | None) -> tuple[RunSummary, list[Any]]:
-    bench = await ctx.bench(handle, cand.accelerators)
-    summary = await bench.once(cand.max_load, epoch=EPOCH_BASE + rep,
-                               duration_s=duration_s or ctx.workload.capacity.step_duration_s)
-    return summary, bench.records
+                            tuning_delta=delta, runs=runs, timing=timing)

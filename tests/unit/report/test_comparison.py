@@ -1,0 +1,101 @@
+"""The comparison's arithmetic and its report, from stored runs (records written to disk)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from tuner.loadgen.records import RequestRecord, write_records_csv
+from tuner.report.comparison import Comparison, TrialPoint, engine_deltas, engine_result, verdict
+from tuner.report.document import html_page, markdown
+from tuner.report.plots import all_plots, pareto
+from tuner.search.outcome import TrialResult
+from tuner.search.remeasure import MeasuredRun
+
+MS = 1_000_000
+
+
+def records(tokens_per_request: int, n: int, window_ms: int, seed: int) -> list[RequestRecord]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        sent = int(i * window_ms / n) * MS
+        r = RequestRecord(index=i, class_name="c", prefix_group=None, input_tokens=10,
+                          planned_output_tokens=tokens_per_request, scheduled_ns=sent,
+                          sent_ns=sent)
+        r.first_token_ns, r.done_ns = sent + 5 * MS, sent + 50 * MS
+        r.chunk_ns, r.chunk_tokens = [r.first_token_ns], [1]
+        r.output_tokens = int(tokens_per_request + rng.integers(-2, 3))
+        out.append(r)
+    return out
+
+
+def run(tmp: Path, engine: str, trial: int, defaults: bool, tokens: int, rep: int
+        ) -> MeasuredRun:
+    path = tmp / f"{engine}-{trial}-{rep}.csv"
+    write_records_csv(records(tokens, 200, 20_000, seed=trial * 10 + rep), path)
+    return MeasuredRun(engine=engine, trial=trial, defaults=defaults, repeat=rep, load=10.0,
+                       usd_per_hour=3.6, records_path=str(path))
+
+
+def trial(number: int, defaults: bool, cost: float) -> TrialResult:
+    return TrialResult(number=number, config={"k": number}, defaults=defaults, outcome="ok",
+                       cost_per_m_output_tokens=cost, max_load=10.0)
+
+
+def test_tuning_and_engine_deltas_and_verdict(tmp_path: Path) -> None:
+    # Engine a: defaults make 50 tokens/request, tuned 100 (2x cheaper). Engine b: tuned 90.
+    runs = [run(tmp_path, "a", 0, True, 50, r) for r in range(2)]
+    runs += [run(tmp_path, "a", 3, False, 100, r) for r in range(2)]
+    runs += [run(tmp_path, "b", 0, True, 80, r) for r in range(2)]
+    runs += [run(tmp_path, "b", 2, False, 90, r) for r in range(2)]
+    a, sa = engine_result("a", "A", "1", "s", [trial(0, True, 2.0), trial(3, False, 1.0)],
+                          {"defaults": trial(0, True, 2.0), "tuned": trial(3, False, 1.0)},
+                          runs, seed=0)
+    b, sb = engine_result("b", "B", "1", "s", [trial(0, True, 1.2), trial(2, False, 1.1)],
+                          {"defaults": trial(0, True, 1.2), "tuned": trial(2, False, 1.1)},
+                          runs, seed=0)
+    assert a.tuning_delta is not None
+    assert 1.9 < a.tuning_delta.value < 2.1
+    assert a.tuning_delta.low > 1.5
+    deltas = engine_deltas([a, b], {"a": sa, "b": sb})
+    tuned = next(d for d in deltas if d.kind == "tuned")
+    assert tuned.best == "a"
+    assert 1.05 < tuned.ratio.value < 1.15
+    text = verdict([a, b], deltas)
+    assert text.startswith("tuning A saved 2.00x") or text.startswith("tuning A saved 1.9")
+    assert text.endswith("tune before you switch")
+
+
+def test_overlapping_engines_call_no_winner(tmp_path: Path) -> None:
+    runs = [run(tmp_path, "a", 1, False, 100, r) for r in range(2)]
+    runs += [run(tmp_path, "b", 1, False, 100, r + 5) for r in range(2)]
+    a, sa = engine_result("a", "A", "1", "s", [], {"tuned": trial(1, False, 1.0)}, runs, 0)
+    b, sb = engine_result("b", "B", "1", "s", [], {"tuned": trial(1, False, 1.0)}, runs, 0)
+    deltas = engine_deltas([a, b], {"a": sa, "b": sb})
+    assert not deltas[0].winner_called
+    assert "no winner can be called" in verdict([a, b], deltas)
+
+
+def test_pareto_front() -> None:
+    pts = [TrialPoint(engine="e", number=i, defaults=False, outcome="ok", cost=c,
+                      ttft_p95_ms=t, max_load=1) for i, (t, c) in
+           enumerate([(10, 5.0), (20, 3.0), (30, 4.0), (40, 1.0), (15, 6.0)])]
+    assert [p.number for p in pareto(pts)] == [0, 1, 3]
+
+
+def test_report_files_are_self_contained(tmp_path: Path) -> None:
+    runs = [run(tmp_path, "a", 0, True, 50, 0), run(tmp_path, "a", 3, False, 100, 0)]
+    a, _ = engine_result("a", "A", "1", "s", [trial(0, True, 2.0), trial(3, False, 1.0)],
+                         {"defaults": trial(0, True, 2.0), "tuned": trial(3, False, 1.0)},
+                         runs, seed=0)
+    c = Comparison(workload="w.yaml", slo_ttft_p95_ms=100, engines=[a], engine_deltas=[],
+                   verdict="v", runs=runs)
+    plots = all_plots(c, tmp_path / "out")
+    assert all(p.stat().st_size > 1000 for p in plots.values())
+    page = html_page(c, plots)
+    assert page.count("data:image/png;base64,") == 3
+    md = markdown(c, plots)
+    assert "| A |" in md
+    assert "cost.png" in md

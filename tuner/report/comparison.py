@@ -1,0 +1,154 @@
+"""Tuning delta versus engine delta, computed from measured runs only.
+
+Inputs are each engine's trial results and the interleaved re-measurements of its defaults
+and its tuned best (with their per-request records on disk). Tuning delta = defaults' cost /
+tuned cost; engine delta = the other engine's cost / the best engine's cost (tuned against
+tuned, defaults against defaults). Each ratio has a bootstrap interval; where an interval
+includes 1, no winner is called.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from tuner.search.outcome import TrialResult
+from tuner.search.remeasure import MeasuredRun, Remeasured, summarise_candidate
+from tuner.stats import Interval, ratio_interval
+
+
+class TrialPoint(BaseModel):
+    engine: str
+    number: int
+    defaults: bool
+    outcome: str
+    cost: float | None
+    ttft_p95_ms: float | None
+    max_load: float | None
+
+
+class CurvePoint(BaseModel):
+    load: float
+    passed: bool
+    ttft_p95_ms: float | None
+    itl_p95_ms: float | None
+    output_tokens_per_s: float
+
+
+class EngineResult(BaseModel):
+    engine: str
+    display_name: str
+    engine_version: str
+    study_dir: str
+    defaults: Remeasured | None
+    tuned: Remeasured | None
+    tuning_delta: Interval | None
+    trials: list[TrialPoint]
+    tuned_curve: list[CurvePoint]
+    note: str = ""
+
+
+class EngineDelta(BaseModel):
+    kind: str  # "tuned" or "defaults"
+    best: str
+    other: str
+    ratio: Interval
+    winner_called: bool
+
+
+class Comparison(BaseModel):
+    workload: str
+    slo_ttft_p95_ms: float
+    engines: list[EngineResult]
+    engine_deltas: list[EngineDelta]
+    verdict: str
+    runs: list[MeasuredRun]
+
+
+def _points(engine: str, results: list[TrialResult]) -> list[TrialPoint]:
+    return [TrialPoint(engine=engine, number=r.number, defaults=r.defaults, outcome=r.outcome,
+                       cost=r.cost_per_m_output_tokens,
+                       ttft_p95_ms=r.best.ttft_ms.p95 if r.best else None, max_load=r.max_load)
+            for r in results if not r.rejected_before_launch]
+
+
+def _curve(trial: TrialResult | None) -> list[CurvePoint]:
+    if trial is None or trial.capacity is None:
+        return []
+    return [CurvePoint(load=s.load, passed=s.slo.passed, ttft_p95_ms=s.ttft_ms.p95,
+                       itl_p95_ms=s.itl_ms.p95, output_tokens_per_s=s.output_token_throughput)
+            for s in sorted(trial.capacity.steps, key=lambda s: s.load)]
+
+
+def engine_result(engine: str, display: str, version: str, study_dir: str,
+                  results: list[TrialResult], picked: dict[str, TrialResult],
+                  runs: list[MeasuredRun], seed: int
+                  ) -> tuple[EngineResult, dict[str, np.ndarray]]:
+    samples: dict[str, np.ndarray] = {}
+    measured: dict[str, Remeasured | None] = {"defaults": None, "tuned": None}
+    for kind, trial in picked.items():
+        m, s = summarise_candidate(engine, trial, runs, seed)
+        measured[kind], samples[kind] = m, s
+    d, t = measured["defaults"], measured["tuned"]
+    delta = None
+    note = ""
+    if d is not None and t is not None and d.cost and t.cost:
+        delta = ratio_interval(d.cost.value, samples["defaults"], t.cost.value, samples["tuned"])
+    elif t is not None and d is None:
+        note = "the defaults met no load within the SLOs"
+    elif t is None:
+        note = "no configuration met the SLOs"
+    return EngineResult(engine=engine, display_name=display, engine_version=version,
+                        study_dir=study_dir, defaults=d, tuned=t, tuning_delta=delta,
+                        trials=_points(engine, results),
+                        tuned_curve=_curve(picked.get("tuned")), note=note), samples
+
+
+def engine_deltas(results: list[EngineResult], samples: dict[str, dict[str, np.ndarray]]
+                  ) -> list[EngineDelta]:
+    out = []
+    for kind in ("tuned", "defaults"):
+        scored = [(r, getattr(r, kind)) for r in results
+                  if getattr(r, kind) is not None and getattr(r, kind).cost is not None]
+        if len(scored) < 2:
+            continue
+        scored.sort(key=lambda x: x[1].cost.value)
+        best, best_m = scored[0]
+        for other, other_m in scored[1:]:
+            ratio = ratio_interval(other_m.cost.value, samples[other.engine][kind],
+                                   best_m.cost.value, samples[best.engine][kind])
+            out.append(EngineDelta(kind=kind, best=best.engine, other=other.engine,
+                                   ratio=ratio, winner_called=ratio.low > 1.0))
+    return out
+
+
+def verdict(results: list[EngineResult], deltas: list[EngineDelta]) -> str:
+    names = {r.engine: r.display_name for r in results}
+    tuned = [r for r in results if r.tuning_delta is not None]
+    parts = []
+    biggest = max(tuned, key=lambda r: r.tuning_delta.value if r.tuning_delta else 0,
+                  default=None)
+    if biggest is not None and biggest.tuning_delta is not None:
+        d = biggest.tuning_delta
+        parts.append(f"tuning {biggest.display_name} saved {d.value:.2f}x "
+                     f"({d.low:.2f}-{d.high:.2f})")
+    top = next((x for x in deltas if x.kind == "tuned"), None)
+    if top is not None:
+        r = top.ratio
+        if top.winner_called:
+            parts.append(f"the best engine ({names[top.best]}) beat the next "
+                         f"({names[top.other]}) by {r.value:.2f}x ({r.low:.2f}-{r.high:.2f})")
+        else:
+            parts.append(f"{names[top.best]} and {names[top.other]} overlap ({r.value:.2f}x, "
+                         f"{r.low:.2f}-{r.high:.2f}): no winner can be called")
+    if biggest is not None and biggest.tuning_delta is not None and top is not None:
+        advice = ("tune before you switch" if biggest.tuning_delta.value >= top.ratio.value
+                  else "switching engines pays more than tuning")
+        return "; ".join(parts) + f": {advice}"
+    return "; ".join(parts) or "no engine met the SLOs on this workload"
+
+
+def as_json(comparison: Comparison) -> dict[str, Any]:
+    return comparison.model_dump(mode="json")

@@ -1,0 +1,104 @@
+"""The comparison as a terminal table, markdown and a self-contained HTML page."""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+
+from rich.table import Table
+
+from tuner.report.comparison import Comparison, EngineResult
+from tuner.stats import Interval
+
+
+def _money(i: Interval | None) -> str:
+    return "-" if i is None else f"${i.value:.4g} ({i.low:.4g}-{i.high:.4g})"
+
+
+def _ratio(i: Interval | None) -> str:
+    return "-" if i is None else f"{i.value:.2f}x ({i.low:.2f}-{i.high:.2f})"
+
+
+def rows(c: Comparison) -> list[list[str]]:
+    out = []
+    for e in c.engines:
+        out.append([e.display_name, _money(e.defaults.cost if e.defaults else None),
+                    _money(e.tuned.cost if e.tuned else None), _ratio(e.tuning_delta),
+                    f"{e.tuned.load:.3g}" if e.tuned else "-", e.note])
+    return out
+
+
+HEAD = ["engine", "defaults $/M out", "tuned $/M out", "tuning delta", "tuned load", "note"]
+
+
+def delta_rows(c: Comparison) -> list[list[str]]:
+    return [[d.kind, d.best, d.other, _ratio(d.ratio), "yes" if d.winner_called else
+             "no (intervals overlap)"] for d in c.engine_deltas]
+
+
+DELTA_HEAD = ["compared", "best", "other", "engine delta (other/best)", "winner called"]
+
+
+def table(c: Comparison) -> Table:
+    t = Table(title=f"tuning delta vs engine delta on {c.workload}", title_justify="left")
+    for h in HEAD:
+        t.add_column(h)
+    for r in rows(c):
+        t.add_row(*r)
+    return t
+
+
+def markdown(c: Comparison, plots: dict[str, Path]) -> str:
+    def md_table(head: list[str], body: list[list[str]]) -> str:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(r) + " |" for r in body]
+        return "\n".join(lines)
+
+    parts = [f"# Tuning delta vs engine delta: {c.workload}", "", f"**{c.verdict}**", "",
+             "Costs are USD per million output tokens at the highest load that met the SLOs, "
+             "re-measured on fresh engine starts on the same seeded requests, with 95% "
+             "bootstrap intervals over restarts and requests.", "", md_table(HEAD, rows(c)), ""]
+    if c.engine_deltas:
+        parts += ["## Engine delta", "", md_table(DELTA_HEAD, delta_rows(c)), ""]
+    for name, title in (("cost", "Cost per engine, defaults vs tuned"),
+                        ("trials", "Every trial: cost against p95 TTFT"),
+                        ("capacity", "Capacity curves of the tuned configurations")):
+        if name in plots:
+            parts += [f"## {title}", "", f"![{title}]({plots[name].name})", ""]
+    parts += ["## Engines", ""]
+    parts += [engine_section(e) for e in c.engines]
+    return "\n".join(parts) + "\n"
+
+
+def engine_section(e: EngineResult) -> str:
+    lines = [f"### {e.display_name} ({e.engine_version})", "",
+             f"Study: `{e.study_dir}`; {len(e.trials)} launched trials."]
+    if e.tuned is not None:
+        lines += ["", "Tuned configuration:", "", "```", ", ".join(
+            f"{k}={v}" for k, v in sorted(e.tuned.config.items())) or "(defaults)", "```"]
+    if e.note:
+        lines += ["", e.note]
+    return "\n".join(lines) + "\n"
+
+
+def html_page(c: Comparison, plots: dict[str, Path]) -> str:
+    def h_table(head: list[str], body: list[list[str]]) -> str:
+        th = "".join(f"<th>{html.escape(x)}</th>" for x in head)
+        trs = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in r) + "</tr>"
+                      for r in body)
+        return f"<table><tr>{th}</tr>{trs}</table>"
+
+    imgs = "".join(
+        f'<h2>{html.escape(name)}</h2><img alt="{html.escape(name)}" src="data:image/png;base64,'
+        f'{base64.b64encode(path.read_bytes()).decode()}">' for name, path in plots.items())
+    deltas = (f"<h2>Engine delta</h2>{h_table(DELTA_HEAD, delta_rows(c))}"
+              if c.engine_deltas else "")
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>tuner comparison</title>"
+        "<style>body{font-family:sans-serif;max-width:960px;margin:2em auto}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px}"
+        "img{max-width:100%}</style></head><body>"
+        f"<h1>Tuning delta vs engine delta: {html.escape(c.workload)}</h1>"
+        f"<p><b>{html.escape(c.verdict)}</b></p>{h_table(HEAD, rows(c))}{deltas}{imgs}"
+        "</body></html>\n")

@@ -1,0 +1,114 @@
+"""Everything a study needs before its first trial: specs, host, model, launcher, tracking.
+
+Shared by ``tune`` (one engine) and ``tune compare`` (several). Bad input surfaces here, as
+one-line ConfigErrors, before any engine starts.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+
+from tuner import __version__
+from tuner.bench import file_sha256
+from tuner.engines.model_info import ModelInfo, load_model_info
+from tuner.engines.spec import EngineSpec, load_engine_spec
+from tuner.errors import ConfigError
+from tuner.hardware import Hardware, detect
+from tuner.launch.base import Launcher
+from tuner.launch.docker import DockerLauncher
+from tuner.launch.gpus import GpuPool
+from tuner.launch.process import ProcessLauncher
+from tuner.progress import Progress
+from tuner.search.config import TuneConfig
+from tuner.search.space import SearchSpace, load_search_space
+from tuner.search.trial import TrialContext
+from tuner.settings import Settings
+from tuner.tracking.mlflow_tracker import MlflowTracker
+from tuner.workload.loader import load_workload
+from tuner.workload.models import Workload
+
+log = logging.getLogger(__name__)
+
+
+def engine_version(spec: EngineSpec) -> str:
+    for dist in spec.distributions:
+        try:
+            return f"{dist} {version(dist)}"
+        except PackageNotFoundError:
+            continue
+    return "unknown"
+
+
+@dataclass
+class Prepared:
+    cfg: TuneConfig
+    workload: Workload
+    spec: EngineSpec
+    space: SearchSpace
+    hardware: Hardware
+    model: ModelInfo
+    launcher: Launcher
+    tracker: MlflowTracker
+    served_name: str
+    engine_version: str
+    settings: Settings
+    removed: list[str]
+
+    def context(self, progress: Progress) -> TrialContext:
+        hw, settings = self.hardware, self.settings
+        pool = (GpuPool([g.index for g in hw.gpus], settings.cache_dir / "gpu-locks")
+                if hw.gpus else None)
+        secret = {"HF_TOKEN": settings.hf_token} if settings.hf_token else {}
+        return TrialContext(spec=self.spec, space=self.space, workload=self.workload,
+                            hardware=hw, model=self.model, model_ref=self.cfg.model,
+                            served_name=self.served_name, launcher=self.launcher,
+                            run_dir=self.cfg.run_dir, progress=progress,
+                            startup_timeout_s=self.cfg.startup_timeout_s, secret_env=secret,
+                            labels={"tuner.study": self.cfg.name}, gpu_pool=pool)
+
+
+def make_launcher(cfg: TuneConfig) -> Launcher:
+    if cfg.launcher == "docker":
+        return DockerLauncher(tag=cfg.image_tag, image=cfg.image, network=cfg.network)
+    return ProcessLauncher()
+
+
+def prepare(cfg: TuneConfig) -> Prepared:
+    workload = load_workload(cfg.workload)
+    spec = load_engine_spec(cfg.engine)
+    space = load_search_space(cfg.search_space or cfg.engine)
+    if space.engine != spec.name:
+        raise ConfigError(f"search space is for {space.engine!r}, not {spec.name!r}; pass "
+                          "--search-space for this engine")
+    space.check_against(spec)
+    hw = detect(None if cfg.device == "auto" else cfg.device)
+    model = load_model_info(cfg.model)
+    space = space.for_host(hw, model)
+    if cfg.parallel > 1 and not hw.gpus:
+        raise ConfigError("--parallel needs GPUs: on a CPU host, trials at once would share cores "
+                          "and measure each other; use --parallel 1")
+    launcher = make_launcher(cfg)
+    image = "none"
+    if isinstance(launcher, DockerLauncher):  # a missing image is bad input, before any trial
+        found = launcher.ensure_image(launcher.image_for(spec, hw.device))
+        image = f"{found['image']} ({found['image_digest']})"
+    removed = launcher.cleanup_orphans()
+    cfg.run_dir.mkdir(parents=True, exist_ok=True)
+    (cfg.run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
+    tracker = MlflowTracker(cfg.tracking, cfg.run_dir / "mlartifacts"
+                            if cfg.tracking_uri is None else None)
+    served = cfg.served_name or workload.model
+    eng_version = engine_version(spec)
+    tracker.start_study(cfg.name, tags={"tuner.engine": spec.name}, params={
+        "engine": spec.name, "engine_version": eng_version, "model": cfg.model,
+        "served_name": served, "workload": str(cfg.workload),
+        "workload_sha256": file_sha256(cfg.workload) or "", "hardware": hw.describe(),
+        "hardware_json": hw.model_dump_json(), "tuner_version": __version__,
+        "launcher": cfg.launcher, "image": image, "seed": str(cfg.seed),
+        "parallel": str(cfg.parallel), "slo": workload.slo.model_dump_json(),
+        "usd_per_hour": str(workload.cost.usd_per_hour)})
+    return Prepared(cfg=cfg, workload=workload, spec=spec, space=space, hardware=hw,
+                    model=model, launcher=launcher, tracker=tracker, served_name=served,
+                    engine_version=eng_version, settings=Settings(), removed=removed)
