@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -33,3 +37,34 @@ def vllm(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     handle = start_vllm(tiny_model, tmp_path_factory.mktemp("vllm"))
     yield handle
     handle.stop()
+
+
+REPO = Path(__file__).resolve().parents[2]
+SECRET = "hf_s3cr3t_do_not_log_9431"
+
+
+@dataclass
+class Study:
+    done: subprocess.CompletedProcess[str]
+    out: Path        # what `tune compare --out` takes to reuse this study
+    run_dir: Path    # the study's own folder
+    tracking: Path   # the MLflow store
+
+
+@pytest.fixture(scope="session")
+def vllm_study(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Study:
+    """A short real study of vLLM, shared: the tune test checks it, the compare test reuses it.
+    It is laid out the way `tune compare` lays out its studies."""
+    out = tmp_path_factory.mktemp("studies")
+    folder = out / "compare-workload-ci"
+    env = {**os.environ, "TUNER_HF_TOKEN": SECRET}
+    done = subprocess.run(
+        [sys.executable, "-m", "tuner", "--engine", "vllm",
+         "--workload", str(REPO / "tests" / "data" / "workload-ci.yaml"),
+         "--model", str(tiny_model), "--trials", "3", "--remeasure-top", "1",
+         "--enqueue", str(REPO / "tests" / "data" / "enqueue-ci.yaml"),
+         "--search-space", str(REPO / "tests" / "data" / "space-ci.yaml"),
+         "--out", str(folder), "--study-name", "vllm-workload-ci", "--seed", "3",
+         "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}"],
+        capture_output=True, text=True, timeout=1500, env=env)
+    return Study(done, out, folder / "vllm-workload-ci", folder / "mlflow.db")

@@ -4,31 +4,18 @@ summary.json, and no secret anywhere."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
+from tests.integration.conftest import SECRET, Study
+
 pytestmark = pytest.mark.integration
-REPO = Path(__file__).resolve().parents[2]
-SECRET = "hf_s3cr3t_do_not_log_9431"
 
 
-def test_short_study_end_to_end(tiny_model: Path, tmp_path: Path) -> None:
-    env = {**os.environ, "TUNER_HF_TOKEN": SECRET}
-    done = subprocess.run(
-        [sys.executable, "-m", "tuner", "--engine", "vllm",
-         "--workload", str(REPO / "tests" / "data" / "workload-ci.yaml"),
-         "--model", str(tiny_model), "--trials", "3", "--remeasure-top", "1",
-         "--enqueue", str(REPO / "tests" / "data" / "enqueue-ci.yaml"),
-         "--search-space", str(REPO / "tests" / "data" / "space-ci.yaml"),
-         "--out", str(tmp_path), "--study-name", "ci", "--seed", "3"],
-        capture_output=True, text=True, timeout=1500, env=env)
+def test_short_study_end_to_end(vllm_study: Study) -> None:
+    done, run_dir = vllm_study.done, vllm_study.run_dir
     assert done.returncode == 0, done.stderr[-3000:]
-    run_dir = tmp_path / "ci"
     summary = json.loads((run_dir / "summary.json").read_text())
 
     # Trial 0 is the defaults; one config never launched; one real vLLM refusal classified.
@@ -58,8 +45,8 @@ def test_short_study_end_to_end(tiny_model: Path, tmp_path: Path) -> None:
     assert "tuning delta" in done.stdout or "defaults" in done.stdout
 
     # MLflow: the parent run and one nested run per trial, with their artifacts.
-    client = MlflowClient(tracking_uri=f"sqlite:///{run_dir / 'mlflow.db'}")
-    exp = client.get_experiment_by_name("ci")
+    client = MlflowClient(tracking_uri=f"sqlite:///{vllm_study.tracking}")
+    exp = client.get_experiment_by_name("vllm-workload-ci")
     runs = client.search_runs([exp.experiment_id])
     parent = [r for r in runs if r.data.tags.get("tuner.role") == "study"]
     nested = [r for r in runs if r.data.tags.get("tuner.role") == "trial"]
@@ -82,7 +69,7 @@ def test_short_study_end_to_end(tiny_model: Path, tmp_path: Path) -> None:
     assert {"trial.json", "launch_command.sh", "engine", "records"} <= arts
 
     # The token reached the engine's environment, and nothing else.
-    for path in run_dir.rglob("*"):
+    for path in run_dir.parent.rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
     assert SECRET not in done.stdout + done.stderr

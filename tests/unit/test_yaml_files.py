@@ -41,7 +41,8 @@ def test_yaml_file_is_valid(path: Path) -> None:
         load_workload(path)
     elif k == "enqueue":
         configs = parse_enqueue(path)
-        spec = parse_engine_spec(REPO / "engines" / "vllm.yaml")
+        engine = "llamacpp" if "llamacpp" in path.name else "vllm"
+        spec = parse_engine_spec(REPO / "engines" / f"{engine}.yaml")
         for config in configs:
             assert set(config) <= set(spec.knobs), config
     else:

@@ -26,7 +26,7 @@ from tuner.report.plots import all_plots
 from tuner.search.config import TuneConfig
 from tuner.search.outcome import TrialResult
 from tuner.search.remeasure import Candidate, MeasuredRun, measure_interleaved
-from tuner.search.setup import Prepared, prepare
+from tuner.search.setup import Prepared, local_artifacts, prepare
 from tuner.search.study import StudyProgress, run_search
 from tuner.workload.loader import load_workload
 
@@ -94,7 +94,9 @@ def log_to_mlflow(uri: str, name: str, comparison: Comparison, files: dict[str, 
     client = MlflowClient(tracking_uri=uri)
     try:
         exp = client.get_experiment_by_name(name)
-        exp_id = exp.experiment_id if exp else client.create_experiment(name)
+        location = local_artifacts(uri)
+        exp_id = exp.experiment_id if exp else client.create_experiment(
+            name, artifact_location=location.resolve().as_uri() if location else None)
         tags = {"tuner.role": "compare", "tuner.verdict": comparison.verdict[:500]}
         tags.update({f"tuner.study_run.{s.engine}": s.study_run_id or "" for s in studies})
         run = client.create_run(exp_id, run_name=name, tags=tags)

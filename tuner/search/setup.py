@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 from tuner import __version__
 from tuner.bench import file_sha256
@@ -69,6 +70,14 @@ class Prepared:
                             labels={"tuner.study": self.cfg.name}, gpu_pool=pool)
 
 
+def local_artifacts(uri: str) -> Path | None:
+    """With a local SQLite store, artifacts go beside it (MLflow's default is ./mlruns, in
+    whatever folder the tool was started from); remote stores keep their own."""
+    if uri.startswith("sqlite:///"):
+        return Path(uri.removeprefix("sqlite:///")).parent / "mlartifacts"
+    return None
+
+
 def make_launcher(cfg: TuneConfig) -> Launcher:
     if cfg.launcher == "docker":
         return DockerLauncher(tag=cfg.image_tag, image=cfg.image, network=cfg.network)
@@ -85,7 +94,8 @@ def prepare(cfg: TuneConfig) -> Prepared:
     space.check_against(spec)
     hw = detect(None if cfg.device == "auto" else cfg.device)
     model = load_model_info(cfg.model)
-    space = space.for_host(hw, model)
+    space = space.for_host(hw, model).for_mode(
+        spec, "container" if cfg.launcher == "docker" else "process")
     if cfg.parallel > 1 and not hw.gpus:
         raise ConfigError("--parallel needs GPUs: on a CPU host, trials at once would share cores "
                           "and measure each other; use --parallel 1")
@@ -97,8 +107,7 @@ def prepare(cfg: TuneConfig) -> Prepared:
     removed = launcher.cleanup_orphans()
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
     (cfg.run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
-    tracker = MlflowTracker(cfg.tracking, cfg.run_dir / "mlartifacts"
-                            if cfg.tracking_uri is None else None)
+    tracker = MlflowTracker(cfg.tracking, local_artifacts(cfg.tracking))
     served = cfg.served_name or workload.model
     eng_version = engine_version(spec)
     tracker.start_study(cfg.name, tags={"tuner.engine": spec.name}, params={

@@ -19,7 +19,15 @@ from simpleeval import EvalWithCompoundTypes
 
 from tuner.config import StrictModel, describe_validation_error, load_yaml
 from tuner.engines.model_info import ModelInfo
-from tuner.engines.spec import Device, EngineSpec, Rule, Scalar, all_devices, specs_root
+from tuner.engines.spec import (
+    Device,
+    EngineSpec,
+    Mode,
+    Rule,
+    Scalar,
+    all_devices,
+    specs_root,
+)
 from tuner.errors import ConfigError
 from tuner.hardware import Hardware
 
@@ -133,6 +141,11 @@ class SearchSpace(StrictModel):
                     continue
                 knob = knob.model_copy(update={"choices": choices, "choices_on": {}})
             knobs[name] = knob
+        return self.model_copy(update={"knobs": knobs})
+
+    def for_mode(self, spec: EngineSpec, mode: Mode) -> SearchSpace:
+        """Without the knobs this launch mode does not have (llama-cpp-python has no slots)."""
+        knobs = {k: v for k, v in self.knobs.items() if mode in spec.knobs[k].modes}
         return self.model_copy(update={"knobs": knobs})
 
     def sample(self, trial: optuna.Trial) -> dict[str, Any]:

@@ -1,0 +1,69 @@
+"""A small comparison of vLLM and llama.cpp on CPU, reusing the vLLM study of the tune test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.integration.conftest import REPO, Study
+
+pytestmark = pytest.mark.integration
+
+
+def test_compare_vllm_and_llamacpp(vllm_study: Study, tiny_model: Path) -> None:
+    assert vllm_study.done.returncode == 0, vllm_study.done.stderr[-2000:]
+    from tuner.models.gguf_export import make_gguf_variants
+
+    make_gguf_variants(tiny_model)
+    vllm_trials_before = sorted(p.name for p in (vllm_study.run_dir / "trials").iterdir())
+    done = subprocess.run(
+        [sys.executable, "-m", "tuner", "compare", "--engines", "vllm,llamacpp",
+         "--workload", str(REPO / "tests" / "data" / "workload-ci.yaml"),
+         "--model", str(tiny_model), "--trials", "3", "--repeats", "1",
+         "--out", str(vllm_study.out), "--seed", "3"],
+        capture_output=True, text=True, timeout=1500)
+    assert done.returncode == 0, done.stderr[-3000:]
+    folder = vllm_study.out / "compare-workload-ci"
+    # The vLLM study was reused, not run again.
+    assert sorted(p.name for p in (vllm_study.run_dir / "trials").iterdir()) == \
+        vllm_trials_before
+    report = json.loads((folder / "compare.json").read_text())
+    engines = {e["engine"]: e for e in report["engines"]}
+    assert set(engines) == {"vllm", "llamacpp"}
+    assert report["verdict"]
+    # Every figure comes from measured trials: each cost is recomputed from stored records.
+    measured_runs = {(r["engine"], r["trial"]) for r in report["runs"] if r["records_path"]}
+    for e in engines.values():
+        for kind in ("defaults", "tuned"):
+            m = e[kind]
+            if m is not None and m["cost"] is not None:
+                assert (e["engine"], m["trial"]) in measured_runs
+                assert m["cost"]["low"] <= m["cost"]["value"] <= m["cost"]["high"]
+        study_trials = {json.loads(p.read_text())["number"]
+                        for p in (Path(e["study_dir"]) / "trials").glob("*.json")}
+        assert {t["number"] for t in e["trials"]} <= study_trials
+    assert (folder / "report.md").read_text().startswith("# Tuning delta vs engine delta")
+    html = (folder / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 3
+    client = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}")
+    run = client.search_runs([client.get_experiment_by_name("compare-workload-ci")
+                              .experiment_id])[0]
+    assert run.data.tags["tuner.role"] == "compare"
+    assert run.data.tags["tuner.study_run.vllm"]
+    assert {"report.html", "report.md", "compare.json"} <= {
+        a.path for a in client.list_artifacts(run.info.run_id)}
+
+    # `tune report` rebuilds the same report from the stored files, running nothing.
+    shutil.move(folder / "compare.json", folder / "compare.before.json")
+    rebuilt = subprocess.run([sys.executable, "-m", "tuner", "report", "--dir", str(folder)],
+                             capture_output=True, text=True, timeout=300)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    again = json.loads((folder / "compare.json").read_text())
+    assert again["verdict"] == report["verdict"]
+    assert again["engines"] == report["engines"]

@@ -1,0 +1,92 @@
+"""llama.cpp for real on CPU: llama-cpp-python's server on GGUF variants of the tiny model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tuner.engines.render import render
+from tuner.engines.spec import load_engine_spec
+from tuner.models.gguf_export import make_gguf_variants
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def gguf_model(tiny_model: Path) -> Path:
+    variants = make_gguf_variants(tiny_model)
+    assert set(variants) == {"F16", "Q8_0", "Q4_0"}
+    assert variants["Q4_0"].stat().st_size < variants["F16"].stat().st_size
+    return tiny_model
+
+
+def test_gguf_tokenizer_counts_prompts_exactly_like_the_harness(gguf_model: Path) -> None:
+    import llama_cpp
+    import numpy as np
+
+    from tuner.workload.prompts import PromptSynth
+    from tuner.workload.tokenizer import load_tokenizer
+
+    synth = PromptSynth(load_tokenizer(str(gguf_model)))
+    llm = llama_cpp.Llama(str(gguf_model / "tiny-llama-Q8_0.gguf"), vocab_only=True,
+                          verbose=False)
+    rng = np.random.default_rng(0)
+    for n in (12, 80, 700):
+        prompt = synth.prompt(rng, n)
+        assert len(llm.tokenize(prompt.encode(), add_bos=True)) == n
+
+
+def test_rendered_process_commands_parse_with_llama_cpp_pythons_parser(gguf_model: Path
+                                                                      ) -> None:
+    import argparse
+
+    from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
+    from llama_cpp.server.settings import ConfigFileSettings, ModelSettings, ServerSettings
+
+    del ConfigFileSettings
+    spec = load_engine_spec("llamacpp")
+    parser = argparse.ArgumentParser()
+    add_args_from_model(parser, ModelSettings)
+    add_args_from_model(parser, ServerSettings)
+    config = {"quantization": "Q4_0", "max_batched_tokens": 256, "micro_batch_size": 128,
+              "threads": 2, "threads_batch": 2, "max_model_len": 4096, "flash_attn": True,
+              "kv_cache_dtype": "q8_0", "kv_cache_dtype_v": "q8_0", "prefix_caching": True}
+    rendered = render(spec, config, device="cpu", mode="process",
+                      values={"python": "python", "model": str(gguf_model),
+                              "served_name": "tiny-llama", "port": "8000", "host": "127.0.0.1"})
+    args = parser.parse_args(rendered.argv[3:])
+    model = parse_model_from_args(ModelSettings, args)
+    server = parse_model_from_args(ServerSettings, args)
+    assert model.model.endswith("tiny-llama-Q4_0.gguf")
+    assert (model.n_batch, model.n_ubatch, model.n_threads, model.n_ctx) == (256, 128, 2, 4096)
+    assert model.flash_attn is True
+    assert (model.type_k, model.type_v) == (8, 8)
+    assert model.cache is True
+    assert server.interrupt_requests is False
+
+
+def test_llamacpp_study_end_to_end(gguf_model: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tuner", "--engine", "llamacpp",
+         "--workload", str(REPO / "tests" / "data" / "workload-llamacpp-ci.yaml"),
+         "--model", str(gguf_model), "--trials", "4", "--remeasure-top", "1",
+         "--enqueue", str(REPO / "tests" / "data" / "enqueue-llamacpp.yaml"),
+         "--out", str(tmp_path), "--study-name", "llama", "--seed", "1"],
+        capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    trials = [json.loads(p.read_text()) for p in sorted((tmp_path / "llama" / "trials").glob(
+        "*.json"))]
+    variants = {t["config"].get("quantization") for t in trials
+                if not t["rejected_before_launch"] and not t["defaults"]}
+    assert {"Q8_0", "Q4_0"} <= variants  # the quantization variant is a knob that really ran
+    ok = [t for t in trials if t["outcome"] == "ok"]
+    assert ok
+    assert all("tiny-llama-" in t["command"] for t in ok)
+    summary = json.loads((tmp_path / "llama" / "summary.json").read_text())
+    assert summary["engine"] == "llamacpp"
+    assert summary["defaults_trial"]["defaults"] is True
