@@ -27,4 +27,3 @@ class Settings(BaseSettings):
         default=Path.home() / ".cache" / "tuner",
         description="compile and model caches shared by trials",
     )
-    debug: bool = False

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from tuner.bench import make_report, open_bench, write_report
 from tuner.progress import RichProgress
-from tuner.render import capacity_table, summary_table
+from tuner.tables import capacity_table, summary_table
 from tuner.workload.loader import load_workload
 
 

@@ -163,10 +163,6 @@ class SearchSpace(StrictModel):
                 and self.knobs[k].contains(v)}
 
 
-def search_space_names(root: Path | None = None) -> list[str]:
-    return sorted(p.stem for p in ((root or specs_root()) / "search_spaces").glob("*.yaml"))
-
-
 def load_search_space(path_or_engine: str | Path, root: Path | None = None) -> SearchSpace:
     path = Path(path_or_engine)
     if not path.suffix:

@@ -9,7 +9,6 @@ trials are kept, with their results in ``trials/trial-NNN.json``.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -195,7 +194,3 @@ def results_summary(results: list[TrialResult]) -> dict[str, int]:
         key = "rejected_before_launch" if r.rejected_before_launch else r.outcome
         counts[key] = counts.get(key, 0) + 1
     return counts
-
-
-def dump_json(path: Path, data: object) -> None:
-    path.write_text(json.dumps(data, indent=2, default=str) + "\n")
