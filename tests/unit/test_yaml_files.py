@@ -12,7 +12,7 @@ from tuner.workload.loader import load_workload
 REPO = Path(__file__).resolve().parents[2]
 ALL_YAML = sorted(p for p in REPO.rglob("*.y*ml")
                   if ".venv" not in p.parts and p.suffix in (".yaml", ".yml")
-                  and "tune-runs" not in p.parts)
+                  and "tune-runs" not in p.parts and "run" not in p.parts)
 
 
 def kind(path: Path) -> str:
@@ -21,7 +21,7 @@ def kind(path: Path) -> str:
         return "engine"
     if rel[0] == "search_spaces" or path.name.startswith("space-"):
         return "space"
-    if (rel[0] == "experiments" and "workloads" in rel) or path.name.startswith("workload-"):
+    if ((rel[0] == "experiments" and "workloads" in rel) or path.name.startswith("workload")):
         return "workload"
     if path.name.startswith("enqueue"):
         return "enqueue"
