@@ -38,7 +38,7 @@ def wait_for(check: Callable[[], object], timeout: float, what: str) -> None:
         time.sleep(0.5)
 
 
-def command(model: Path, out: Path, study: str) -> list[str]:
+def vllm_command(model: Path, out: Path, study: str) -> list[str]:
     return [sys.executable, "-m", "tuner", "--engine", "vllm",
             "--workload", str(REPO / "tests" / "data" / "workload-ci.yaml"),
             "--search-space", str(REPO / "tests" / "data" / "space-ci.yaml"),
@@ -48,8 +48,8 @@ def command(model: Path, out: Path, study: str) -> list[str]:
 
 def test_sigterm_mid_trial_leaves_no_engine(tiny_model: Path, tmp_path: Path) -> None:
     with (tmp_path / "err.txt").open("w") as err:
-        tune = subprocess.Popen(command(tiny_model, tmp_path, "term"), stdout=subprocess.DEVNULL,
-                                stderr=err)
+        tune = subprocess.Popen(vllm_command(tiny_model, tmp_path, "term"),
+                                stdout=subprocess.DEVNULL, stderr=err)
         wait_for(lambda: len(engines_of(tune.pid)) >= 2, 180, "the engine and its children")
         time.sleep(3)
         tune.send_signal(signal.SIGTERM)
@@ -58,14 +58,36 @@ def test_sigterm_mid_trial_leaves_no_engine(tiny_model: Path, tmp_path: Path) ->
     wait_for(lambda: not engines_of(tune.pid), 10, "no engine process left")
 
 
+def test_sigkill_leaves_orphans_that_cleanup_removes(tiny_model: Path, tmp_path: Path) -> None:
+    tune = subprocess.Popen(vllm_command(tiny_model, tmp_path, "kill"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: len(engines_of(tune.pid)) >= 3, 180, "vLLM's process tree")
+    tune.kill()
+    tune.wait()
+    time.sleep(2)
+    survivors = engines_of(tune.pid)
+    done = subprocess.run([sys.executable, "-m", "tuner", "cleanup"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    if survivors:  # the kernel kills the engine's first process; its children outlive it
+        assert "orphaned engine(s) removed" in done.stdout
+    wait_for(lambda: not engines_of(tune.pid), 10, "no engine process left")
+
+
 def test_sigkill_then_rerun_cleans_up_and_resumes(tiny_model: Path, tmp_path: Path) -> None:
-    cmd = command(tiny_model, tmp_path, "resume")
+    from tuner.models.gguf_export import make_gguf_variants
+
+    make_gguf_variants(tiny_model)
+    cmd = [sys.executable, "-m", "tuner", "--engine", "llamacpp",
+           "--workload", str(REPO / "tests" / "data" / "workload-llamacpp-ci.yaml"),
+           "--model", str(tiny_model), "--trials", "2", "--remeasure-top", "0",
+           "--out", str(tmp_path), "--study-name", "resume"]
     first_trial = tmp_path / "resume" / "trials" / "trial-000.json"
     tune = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for(first_trial.exists, 600, "the first trial to finish")
-        wait_for(lambda: len(engines_of(tune.pid)) >= 2, 180, "the second trial's engine")
-        time.sleep(3)
+        wait_for(first_trial.exists, 300, "the first trial to finish")
+        wait_for(lambda: engines_of(tune.pid), 120, "the second trial's engine")
+        time.sleep(1)
     finally:
         tune.kill()
         tune.wait()

@@ -74,7 +74,7 @@ def test_llamacpp_study_end_to_end(gguf_model: Path, tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "tuner", "--engine", "llamacpp",
          "--workload", str(REPO / "tests" / "data" / "workload-llamacpp-ci.yaml"),
-         "--model", str(gguf_model), "--trials", "4", "--remeasure-top", "1",
+         "--model", str(gguf_model), "--trials", "3", "--remeasure-top", "1",
          "--enqueue", str(REPO / "tests" / "data" / "enqueue-llamacpp.yaml"),
          "--out", str(tmp_path), "--study-name", "llama", "--seed", "1"],
         capture_output=True, text=True, timeout=900)
@@ -90,3 +90,11 @@ def test_llamacpp_study_end_to_end(gguf_model: Path, tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "llama" / "summary.json").read_text())
     assert summary["engine"] == "llamacpp"
     assert summary["defaults_trial"]["defaults"] is True
+    # The defaults and the best re-measured on fresh starts, with intervals and the delta.
+    remeasured = summary["remeasure"]["candidates"]
+    assert remeasured[0]["defaults"]
+    assert len(remeasured) == 2
+    for m in remeasured:
+        assert m["runs"] == 1
+        assert m["cost"]["low"] <= m["cost"]["value"] <= m["cost"]["high"]
+    assert summary["tuning_delta"]["low"] <= summary["tuning_delta"]["value"]

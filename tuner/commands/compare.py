@@ -17,7 +17,7 @@ from mlflow.tracking import MlflowClient
 from pydantic import BaseModel
 from rich.console import Console
 
-from tuner.commands.tune import sigterm_as_interrupt
+from tuner.commands.tune import guarded
 from tuner.errors import ConfigError, StudyError
 from tuner.progress import RichProgress
 from tuner.report.comparison import Comparison, engine_deltas, engine_result, verdict
@@ -138,7 +138,8 @@ def compare_command(engines: list[str], workload: Path, models: dict[str, str], 
     refs: list[StudyRef] = []
     cands: list[Candidate] = []
     t0 = time.monotonic()
-    with sigterm_as_interrupt(), RichProgress(progress_console) as progress:
+    with guarded(*{type(p.launcher): p.launcher for p in preps}.values()), \
+            RichProgress(progress_console) as progress:
         for prep in preps:
             progress.status("study", f"{prep.cfg.name}: {prep.spec.display_name} "
                             f"{prep.engine_version}")

@@ -18,6 +18,7 @@ from tuner.bench import file_sha256
 from tuner.engines.render import render
 from tuner.engines.spec import Device, EngineSpec
 from tuner.errors import ConfigError
+from tuner.launch.base import Launcher
 from tuner.progress import RichProgress
 from tuner.search.config import TuneConfig
 from tuner.search.outcome import TrialResult
@@ -47,8 +48,10 @@ def ready_command(spec: EngineSpec, trial: TrialResult | None, model: str, serve
 
 
 @contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM unwinds like Ctrl-C, so every engine is torn down on the way out."""
+def guarded(*launchers: Launcher) -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C, and on the way out, however the run ends, every engine this
+    process started and still holds is removed: each trial tears its engine down, and this
+    sweep also catches one that an interrupt hit between its start and its teardown."""
     def handler(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
@@ -56,7 +59,13 @@ def sigterm_as_interrupt() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut this
+        try:
+            for launcher in launchers:
+                for item in launcher.cleanup_own():
+                    log.warning("removed %s, left running by an interrupted trial", item)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def tune_command(cfg: TuneConfig, console: Console, progress_console: Console) -> StudySummary:
@@ -64,7 +73,7 @@ def tune_command(cfg: TuneConfig, console: Console, progress_console: Console) -
     prep = prepare(cfg)
     spec, hw, tracker, eng_version = prep.spec, prep.hardware, prep.tracker, prep.engine_version
     state = StudyProgress()
-    with sigterm_as_interrupt(), RichProgress(progress_console) as progress:
+    with guarded(prep.launcher), RichProgress(progress_console) as progress:
         if prep.removed:
             progress.note(f"removed {len(prep.removed)} orphaned engine(s) of an earlier run")
         progress.status("study", f"{cfg.name}: {spec.display_name} {eng_version} on "

@@ -85,3 +85,8 @@ class Launcher(Protocol):
     def cleanup_orphans(self) -> list[str]:
         """Remove engines of ours whose tuner is gone; return what was removed."""
         ...
+
+    def cleanup_own(self) -> list[str]:
+        """Remove every engine this process started that is still there (the last step of
+        every run, whatever ended it: a safety net under the per-trial teardown)."""
+        ...

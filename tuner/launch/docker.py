@@ -251,11 +251,20 @@ class DockerLauncher:
     def cleanup_orphans(self) -> list[str]:
         """Remove containers of ours whose tuner is gone. Others' containers are not looked at
         beyond their labels."""
+        return self._remove(lambda pid, started: not owner_alive(pid, started))
+
+    def cleanup_own(self) -> list[str]:
+        """Remove every container this tuner started (the last step of every run)."""
+        me = owner_marker()
+        return self._remove(lambda pid, started: (pid, started) == (me[OWNER_PID],
+                                                                     me[OWNER_STARTED]))
+
+    def _remove(self, doomed: Callable[[str, str], bool]) -> list[str]:
         removed = []
         for c in self.client.containers.list(all=True, filters={"label": f"{MANAGED}=true"}):
             labels = c.labels or {}
             pid, started = labels.get(OWNER_LABEL), labels.get(STARTED_LABEL)
-            if pid is None or started is None or owner_alive(pid, started):
+            if pid is None or started is None or not doomed(pid, started):
                 continue
             with contextlib.suppress(NotFound, APIError):
                 c.remove(force=True)

@@ -35,8 +35,10 @@ def owner_alive(pid: str, started: str) -> bool:
         return False
 
 
-def orphan_processes() -> list[psutil.Process]:
-    """Processes that carry our marker and whose owner is gone."""
+def marked_processes(mine: bool = False) -> list[psutil.Process]:
+    """Processes that carry our marker: whose owner is gone (orphans), or, with ``mine``,
+    whose owner is this process."""
+    me = owner_marker()
     found = []
     for proc in psutil.process_iter(["pid"]):
         try:
@@ -44,15 +46,19 @@ def orphan_processes() -> list[psutil.Process]:
         except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess, OSError):
             continue
         pid, started = env.get(OWNER_PID), env.get(OWNER_STARTED)
-        if pid is not None and started is not None and not owner_alive(pid, started):
+        if pid is None or started is None:
+            continue
+        if (pid, started) == (me[OWNER_PID], me[OWNER_STARTED]) if mine else \
+                not owner_alive(pid, started):
             found.append(proc)
     return found
 
 
-def kill_orphan_processes() -> list[str]:
-    """SIGKILL every orphan engine process; return their descriptions."""
+def kill_marked_processes(mine: bool = False) -> list[str]:
+    """SIGKILL every orphan engine process (or, with ``mine``, every engine process of this
+    tuner); return their descriptions."""
     killed = []
-    for proc in orphan_processes():
+    for proc in marked_processes(mine):
         with contextlib.suppress(psutil.NoSuchProcess, ProcessLookupError):
             desc = f"pid {proc.pid} ({proc.name()})"
             os.kill(proc.pid, signal.SIGKILL)

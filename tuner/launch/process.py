@@ -25,7 +25,7 @@ from tuner.engines.render import Rendered, render
 from tuner.engines.spec import Device
 from tuner.errors import EngineStartError
 from tuner.launch.base import EngineHandle, LaunchRequest
-from tuner.launch.ownership import kill_orphan_processes, owner_marker
+from tuner.launch.ownership import kill_marked_processes, owner_marker
 
 log = logging.getLogger(__name__)
 
@@ -138,4 +138,7 @@ class ProcessLauncher:
                              spec.metrics_path)
 
     def cleanup_orphans(self) -> list[str]:
-        return kill_orphan_processes()
+        return kill_marked_processes()
+
+    def cleanup_own(self) -> list[str]:
+        return kill_marked_processes(mine=True)
