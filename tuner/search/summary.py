@@ -81,15 +81,17 @@ def best_config_yaml(engine: str, winner: Remeasured | None, best: TrialResult |
 
 def final_table(summary: StudySummary) -> Table:
     t = Table(title=f"{summary.study}: defaults vs best", title_justify="left")
-    for col in ("", "cost per M output tokens", "sustainable load", "p95 TTFT ms", "p95 ITL ms"):
-        t.add_column(col, justify="left" if not col else "right")
+    t.add_column("")
+    t.add_column("$/M output tokens (95% CI)", justify="right", no_wrap=True)
+    for col in ("load", "p95 TTFT ms", "p95 ITL ms"):
+        t.add_column(col, justify="right")
     rm = summary.remeasure
     rows: list[tuple[str, Remeasured | None, TrialResult | None]] = [
         ("defaults", rm.defaults if rm else None, summary.defaults_trial),
         ("best", rm.winner if rm else None, summary.best_trial)]
     for label, remeasured, trial in rows:
         if remeasured is not None and remeasured.cost is not None:
-            cost = f"${remeasured.cost.text('{:.4g}')}"
+            cost = f"${remeasured.cost.text('{:.3g}')}"
             ttft = _spread(remeasured.ttft_p95_ms)
             itl = _spread(remeasured.itl_p95_ms)
             load = f"{remeasured.load:.3g}"

@@ -33,6 +33,9 @@ def _param(key: str, value: object) -> Param:
 
 class MlflowTracker:
     def __init__(self, tracking_uri: str, artifact_dir: Path | None = None) -> None:
+        # MLflow sets its own logger to INFO when imported; its database-migration lines are
+        # noise to a tuner's user (tuner's --debug still shows ours).
+        logging.getLogger("mlflow").setLevel(logging.WARNING)
         self.uri = tracking_uri
         self.artifact_dir = artifact_dir
         self.client = MlflowClient(tracking_uri=tracking_uri)
