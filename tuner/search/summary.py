@@ -81,7 +81,7 @@ def best_config_yaml(engine: str, winner: Remeasured | None, best: TrialResult |
 
 def final_table(summary: StudySummary) -> Table:
     t = Table(title=f"{summary.study}: defaults vs best", title_justify="left")
-    t.add_column("")
+    t.add_column("", no_wrap=True)
     t.add_column("$/M output tokens (95% CI)", justify="right", no_wrap=True)
     for col in ("load", "p95 TTFT ms", "p95 ITL ms"):
         t.add_column(col, justify="right")
@@ -117,7 +117,7 @@ def _spread(values: list[float]) -> str:
         return "-"
     if len(values) == 1:
         return f"{values[0]:.1f}"
-    return f"{min(values):.1f}-{max(values):.1f}"
+    return f"{min(values):.1f} to {max(values):.1f}"  # a space lets narrow terminals wrap it
 
 
 def write_plots(study: optuna.Study, out: Path) -> dict[str, Path]:
