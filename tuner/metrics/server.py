@@ -96,6 +96,9 @@ def summarise_scrapes(scrapes: list[dict[str, float]]) -> ServerMetrics | None:
     return ServerMetrics.model_validate(out)
 
 
+_MISSING: set[str] = set()  # endpoints already reported missing: say so once, not every run
+
+
 class MetricsScraper:
     """Polls ``url`` every ``interval_s`` while running; a missing endpoint disables it."""
 
@@ -112,11 +115,14 @@ class MetricsScraper:
         try:
             resp = await self._http.get(self.url)
             if resp.status_code != 200:
-                log.info("metrics at %s answered HTTP %s; not scraping", self.url,
-                         resp.status_code)
+                level = logging.DEBUG if self.url in _MISSING else logging.INFO
+                _MISSING.add(self.url)
+                log.log(level, "metrics at %s answered HTTP %s; not scraping", self.url,
+                        resp.status_code)
                 self.url = None
                 return
-            self.scrapes.append(parse_sample(resp.text))
+            # Parsing vLLM's exposition takes milliseconds: off the loop that stamps tokens.
+            self.scrapes.append(await asyncio.to_thread(parse_sample, resp.text))
         except (httpx.HTTPError, ValueError) as exc:
             log.debug("metrics scrape failed: %s", exc)
 

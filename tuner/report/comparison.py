@@ -132,8 +132,13 @@ def verdict(results: list[EngineResult], deltas: list[EngineDelta]) -> str:
                   default=None)
     if biggest is not None and biggest.tuning_delta is not None:
         d = biggest.tuning_delta
-        parts.append(f"tuning {biggest.display_name} saved {d.value:.2f}x "
-                     f"({d.low:.2f}-{d.high:.2f})")
+        if biggest.tuned is not None and biggest.defaults is not None and (
+                biggest.tuned.trial == biggest.defaults.trial):
+            parts.append("tuning found nothing cheaper than the defaults of "
+                         + " or ".join(r.display_name for r in tuned))
+        else:
+            parts.append(f"tuning {biggest.display_name} saved {d.value:.2f}x "
+                         f"({d.low:.2f}-{d.high:.2f})")
     top = next((x for x in deltas if x.kind == "tuned"), None)
     if top is not None:
         r = top.ratio

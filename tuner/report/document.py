@@ -12,24 +12,26 @@ from tuner.report.comparison import Comparison, EngineResult
 from tuner.stats import Interval
 
 
-def _money(i: Interval | None) -> str:
-    return "-" if i is None else f"${i.value:.4g} ({i.low:.4g}-{i.high:.4g})"
+def _money(i: Interval | None, sep: str = " ") -> str:
+    return "-" if i is None else f"${i.value:.4g}{sep}({i.low:.4g}-{i.high:.4g})"
 
 
-def _ratio(i: Interval | None) -> str:
-    return "-" if i is None else f"{i.value:.2f}x ({i.low:.2f}-{i.high:.2f})"
+def _ratio(i: Interval | None, sep: str = " ") -> str:
+    return "-" if i is None else f"{i.value:.2f}x{sep}({i.low:.2f}-{i.high:.2f})"
 
 
-def rows(c: Comparison) -> list[list[str]]:
+def rows(c: Comparison, sep: str = " ") -> list[list[str]]:
+    """One row per engine; ``sep`` goes between a figure and its interval."""
     out = []
     for e in c.engines:
-        out.append([e.display_name, _money(e.defaults.cost if e.defaults else None),
-                    _money(e.tuned.cost if e.tuned else None), _ratio(e.tuning_delta),
-                    f"{e.tuned.load:.3g}" if e.tuned else "-", e.note])
+        out.append([e.display_name, _money(e.defaults.cost if e.defaults else None, sep),
+                    _money(e.tuned.cost if e.tuned else None, sep),
+                    _ratio(e.tuning_delta, sep), f"{e.tuned.load:.3g}" if e.tuned else "-",
+                    e.note])
     return out
 
 
-HEAD = ["engine", "defaults $/M out", "tuned $/M out", "tuning delta", "tuned load", "note"]
+HEAD = ["engine", "defaults $/M out", "tuned $/M out", "tuning delta", "load", "note"]
 
 
 def delta_rows(c: Comparison) -> list[list[str]]:
@@ -42,10 +44,14 @@ DELTA_HEAD = ["compared", "best", "other", "engine delta (other/best)", "winner 
 
 def table(c: Comparison) -> Table:
     t = Table(title=f"tuning delta vs engine delta on {c.workload}", title_justify="left")
-    for h in HEAD:
-        t.add_column(h)
-    for r in rows(c):
-        t.add_row(*r)
+    body = rows(c, sep="\n")  # each interval under its figure: fits an 80-column terminal
+    noted = any(r[-1] for r in body)
+    for h in HEAD[:-1]:
+        t.add_column(h, no_wrap=True)
+    if noted:
+        t.add_column(HEAD[-1])
+    for r in body:
+        t.add_row(*(r if noted else r[:-1]))
     return t
 
 

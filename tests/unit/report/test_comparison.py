@@ -78,6 +78,19 @@ def test_overlapping_engines_call_no_winner(tmp_path: Path) -> None:
     assert "no winner can be called" in verdict([a, b], deltas)
 
 
+def test_defaults_that_stay_cheapest_are_not_called_a_saving(tmp_path: Path) -> None:
+    # Both engines' best re-measured config is their defaults; b costs 2x more per token.
+    runs = [run(tmp_path, "a", 0, True, 100, r) for r in range(2)]
+    runs += [run(tmp_path, "b", 0, True, 50, r) for r in range(2)]
+    pick = {"defaults": trial(0, True, 1.0), "tuned": trial(0, True, 1.0)}
+    a, sa = engine_result("a", "A", "1", "s", [trial(0, True, 1.0)], pick, runs, 0)
+    b, sb = engine_result("b", "B", "1", "s", [trial(0, True, 2.0)], pick, runs, 0)
+    text = verdict([a, b], engine_deltas([a, b], {"a": sa, "b": sb}))
+    assert text.startswith("tuning found nothing cheaper than the defaults of A or B")
+    assert "saved" not in text
+    assert text.endswith("switching engines pays more than tuning")
+
+
 def test_pareto_front() -> None:
     pts = [TrialPoint(engine="e", number=i, defaults=False, outcome="ok", cost=c,
                       ttft_p95_ms=t, max_load=1) for i, (t, c) in
