@@ -11,7 +11,7 @@ error under 1 ms. The second is measured against a minimal SSE server in another
 so that it measures the client and not the engine.
 
 Run: .venv/bin/python experiments/benchmarks/harness_fidelity.py [--rounds 3]
-(~6 minutes on 2 cores). Its output is kept in harness_fidelity.txt next to this file.
+(~10 minutes on 2 cores). Its output is kept in harness_fidelity.txt next to this file.
 """
 
 from __future__ import annotations
