@@ -137,8 +137,9 @@ def verdict(results: list[EngineResult], deltas: list[EngineDelta]) -> str:
             parts.append("tuning found nothing cheaper than the defaults of "
                          + " or ".join(r.display_name for r in tuned))
         else:
+            unsure = " (the interval includes 1: not a sure gain)" if d.low <= 1 else ""
             parts.append(f"tuning {biggest.display_name} saved {d.value:.2f}x "
-                         f"({d.low:.2f}-{d.high:.2f})")
+                         f"({d.low:.2f}-{d.high:.2f}){unsure}")
     top = next((x for x in deltas if x.kind == "tuned"), None)
     if top is not None:
         r = top.ratio
