@@ -204,7 +204,7 @@ def compare(
 
     def models() -> dict[str, str]:
         pairs = [m.split("=", 1) if "=" in m else ["*", m] for m in model]
-        given = dict((k, v) for k, v in pairs)
+        given = dict(pairs)
         if "*" in given:
             return {e: given.get(e, given["*"]) for e in names}
         return given

@@ -55,7 +55,7 @@ def load_trials(study_dir: Path) -> list[TrialResult]:
             for p in sorted((study_dir / "trials").glob("trial-*.json"))]
 
 
-def build(inputs: CompareInputs) -> tuple[Comparison, Path]:
+def build(inputs: CompareInputs) -> Comparison:
     """The comparison, from the stored studies and re-measurements (nothing runs)."""
     workload_path = Path(inputs.workload)
     workload = load_workload(workload_path)
@@ -71,10 +71,9 @@ def build(inputs: CompareInputs) -> tuple[Comparison, Path]:
         results.append(result)
         samples[ref.engine] = s
     deltas = engine_deltas(results, samples)
-    comparison = Comparison(workload=str(workload_path), slo_ttft_p95_ms=workload.slo.ttft_p95_ms,
-                            engines=results, engine_deltas=deltas,
-                            verdict=verdict(results, deltas), runs=inputs.runs)
-    return comparison, workload_path
+    return Comparison(workload=str(workload_path), slo_ttft_p95_ms=workload.slo.ttft_p95_ms,
+                      engines=results, engine_deltas=deltas, verdict=verdict(results, deltas),
+                      runs=inputs.runs)
 
 
 def write_report(comparison: Comparison, folder: Path) -> dict[str, Path]:
@@ -162,7 +161,7 @@ def compare_command(engines: list[str], workload: Path, models: dict[str, str], 
         runs, _ = measure_interleaved(cands, repeats=repeats, duration_s=duration_s)
     inputs = CompareInputs(workload=str(workload), seed=seed, studies=refs, runs=runs)
     (folder / "inputs.json").write_text(inputs.model_dump_json(indent=2))
-    comparison, _ = build(inputs)
+    comparison = build(inputs)
     files = write_report(comparison, folder)
     run_id = log_to_mlflow(uri, name, comparison, files, refs)
     console.print(table(comparison))
@@ -178,7 +177,7 @@ def report_command(folder: Path, console: Console) -> Comparison:
     path = folder / "inputs.json"
     if not path.is_file():
         raise ConfigError(f"{path} not found: point --dir at a folder `tune compare` wrote")
-    comparison, _ = build(CompareInputs.model_validate_json(path.read_text()))
+    comparison = build(CompareInputs.model_validate_json(path.read_text()))
     write_report(comparison, folder)
     console.print(table(comparison))
     console.print(comparison.verdict)

@@ -29,6 +29,14 @@ class Rendered:
         return Rendered([path if a == OPTIONS_FILE else a for a in self.argv], self.env,
                         self.options)
 
+    def write_options(self, beside: Path) -> Path:
+        """Write the options file next to ``beside`` (the trial's log); return its path."""
+        assert self.options is not None
+        path = beside.with_suffix(".options.yaml")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.options)
+        return path
+
     def command_line(self) -> str:
         """A shell line a person can paste (environment first)."""
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))

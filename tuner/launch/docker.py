@@ -27,7 +27,13 @@ from tuner.engines.render import Rendered, render
 from tuner.engines.spec import ContainerLaunch, Device, EngineSpec
 from tuner.errors import ConfigError, EngineStartError
 from tuner.launch.base import EngineHandle, LaunchRequest
-from tuner.launch.ownership import OWNER_PID, OWNER_STARTED, owner_alive, owner_marker
+from tuner.launch.ownership import (
+    OWNER_PID,
+    OWNER_STARTED,
+    is_mine,
+    owner_alive,
+    owner_marker,
+)
 from tuner.launch.process import free_port
 from tuner.settings import Settings
 from tuner.workload.tokenizer import hf_home
@@ -76,9 +82,7 @@ def container_spec(request: LaunchRequest, *, image: str, port: int, network: Ne
         source.mkdir(parents=True, exist_ok=True)
         mounts.append(Mount(target=target, source=str(source.resolve()), type="bind"))
     if rendered.options is not None and spec.options_file is not None:
-        options = request.log_path.with_suffix(".options.yaml")
-        options.parent.mkdir(parents=True, exist_ok=True)
-        options.write_text(rendered.options)
+        options = rendered.write_options(request.log_path)
         mounts.append(Mount(target=spec.options_file.container_path,
                             source=str(options.resolve()), type="bind", read_only=True))
         rendered = rendered.with_options_path(spec.options_file.container_path)
@@ -255,9 +259,7 @@ class DockerLauncher:
 
     def cleanup_own(self) -> list[str]:
         """Remove every container this tuner started (the last step of every run)."""
-        me = owner_marker()
-        return self._remove(lambda pid, started: (pid, started) == (me[OWNER_PID],
-                                                                     me[OWNER_STARTED]))
+        return self._remove(is_mine)
 
     def _remove(self, doomed: Callable[[str, str], bool]) -> list[str]:
         removed = []

@@ -27,6 +27,12 @@ def owner_marker() -> dict[str, str]:
     return {OWNER_PID: str(me.pid), OWNER_STARTED: f"{me.create_time():.3f}"}
 
 
+def is_mine(pid: str, started: str) -> bool:
+    """Whether an engine marked (pid, started) was started by this process."""
+    me = owner_marker()
+    return (pid, started) == (me[OWNER_PID], me[OWNER_STARTED])
+
+
 def owner_alive(pid: str, started: str) -> bool:
     try:
         proc = psutil.Process(int(pid))
@@ -38,7 +44,6 @@ def owner_alive(pid: str, started: str) -> bool:
 def marked_processes(mine: bool = False) -> list[psutil.Process]:
     """Processes that carry our marker: whose owner is gone (orphans), or, with ``mine``,
     whose owner is this process."""
-    me = owner_marker()
     found = []
     for proc in psutil.process_iter(["pid"]):
         try:
@@ -48,8 +53,7 @@ def marked_processes(mine: bool = False) -> list[psutil.Process]:
         pid, started = env.get(OWNER_PID), env.get(OWNER_STARTED)
         if pid is None or started is None:
             continue
-        if (pid, started) == (me[OWNER_PID], me[OWNER_STARTED]) if mine else \
-                not owner_alive(pid, started):
+        if is_mine(pid, started) if mine else not owner_alive(pid, started):
             found.append(proc)
     return found
 

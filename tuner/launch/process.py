@@ -113,10 +113,7 @@ class ProcessLauncher:
                                   "served_name": request.served_name, "port": str(port),
                                   "host": self.host})
         if rendered.options is not None:
-            options = request.log_path.with_suffix(".options.yaml")
-            options.parent.mkdir(parents=True, exist_ok=True)
-            options.write_text(rendered.options)
-            rendered = rendered.with_options_path(str(options))
+            rendered = rendered.with_options_path(str(rendered.write_options(request.log_path)))
         env = {**os.environ, **rendered.env, **owner_marker(),
                **{k: v.get_secret_value() for k, v in request.secret_env.items()}}
         if request.devices:

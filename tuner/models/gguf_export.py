@@ -127,15 +127,14 @@ def make_gguf_variants(model_dir: Path, variants: tuple[str, ...] = ("F16", "Q8_
                        ) -> dict[str, Path]:
     """``tiny-llama-<variant>.gguf`` files beside the Hugging Face files in ``model_dir`` (one
     folder serves vLLM and llama.cpp); existing files are kept."""
-    folder = model_dir
-    f16 = folder / "tiny-llama-F16.gguf"
+    f16 = model_dir / "tiny-llama-F16.gguf"
     if not f16.is_file():
         write_f16_gguf(model_dir, f16)
     paths = {"F16": f16}
     for variant in variants:
         if variant == "F16":
             continue
-        path = folder / f"tiny-llama-{variant}.gguf"
+        path = model_dir / f"tiny-llama-{variant}.gguf"
         if not path.is_file():
             quantize(f16, path, variant)
         paths[variant] = path

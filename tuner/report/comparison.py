@@ -9,13 +9,12 @@ includes 1, no winner is called.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from pydantic import BaseModel
 
 from tuner.search.outcome import TrialResult
 from tuner.search.remeasure import MeasuredRun, Remeasured, summarise_candidate
+from tuner.search.summary import saved_text
 from tuner.stats import Interval, ratio_interval
 
 
@@ -88,9 +87,11 @@ def engine_result(engine: str, display: str, version: str, study_dir: str,
                   ) -> tuple[EngineResult, dict[str, np.ndarray]]:
     samples: dict[str, np.ndarray] = {}
     measured: dict[str, Remeasured | None] = {"defaults": None, "tuned": None}
+    done: dict[int, tuple[Remeasured, np.ndarray]] = {}  # tuned may be the defaults' trial
     for kind, trial in picked.items():
-        m, s = summarise_candidate(engine, trial, runs, seed)
-        measured[kind], samples[kind] = m, s
+        if trial.number not in done:
+            done[trial.number] = summarise_candidate(engine, trial, runs, seed)
+        measured[kind], samples[kind] = done[trial.number]
     d, t = measured["defaults"], measured["tuned"]
     delta = None
     note = ""
@@ -137,9 +138,7 @@ def verdict(results: list[EngineResult], deltas: list[EngineDelta]) -> str:
             parts.append("tuning found nothing cheaper than the defaults of "
                          + " or ".join(r.display_name for r in tuned))
         else:
-            unsure = " (the interval includes 1: not a sure gain)" if d.low <= 1 else ""
-            parts.append(f"tuning {biggest.display_name} saved {d.value:.2f}x "
-                         f"({d.low:.2f}-{d.high:.2f}){unsure}")
+            parts.append(saved_text(biggest.display_name, d))
     top = next((x for x in deltas if x.kind == "tuned"), None)
     if top is not None:
         r = top.ratio
@@ -155,6 +154,3 @@ def verdict(results: list[EngineResult], deltas: list[EngineDelta]) -> str:
         return "; ".join(parts) + f": {advice}"
     return "; ".join(parts) or "no engine met the SLOs on this workload"
 
-
-def as_json(comparison: Comparison) -> dict[str, Any]:
-    return comparison.model_dump(mode="json")

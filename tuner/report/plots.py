@@ -20,6 +20,13 @@ def _xy(points: list[Any], x: str, y: str) -> tuple[list[float], list[float]]:
     return [float(a) for a, _ in kept], [float(b) for _, b in kept]
 
 
+def _save(fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def pareto(points: list[TrialPoint]) -> list[TrialPoint]:
     """Points no other point beats on both cost and p95 TTFT."""
     usable = sorted((p for p in points if p.cost is not None and p.ttft_p95_ms is not None),
@@ -47,10 +54,7 @@ def cost_bars(c: Comparison, path: Path) -> Path:
     ax.set_ylabel("USD per million output tokens (95% CI)")
     ax.set_title("Cost at the highest load that meets the SLOs: defaults vs tuned")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def trials_scatter(c: Comparison, path: Path) -> Path:
@@ -70,10 +74,7 @@ def trials_scatter(c: Comparison, path: Path) -> Path:
     ax.set_ylabel("USD per million output tokens")
     ax.set_title("Every trial that met the SLOs, with each engine's Pareto front")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def capacity_curves(c: Comparison, path: Path) -> Path:
@@ -93,10 +94,7 @@ def capacity_curves(c: Comparison, path: Path) -> Path:
     ax.set_yscale("log")
     ax.set_title("Capacity search of each engine's tuned best (x: step failed the SLOs)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def all_plots(c: Comparison, folder: Path) -> dict[str, Path]:

@@ -70,8 +70,13 @@ def verdict(engine: str, r: RemeasureOutcome | None, defaults: TrialResult | Non
     if r.winner.defaults:
         return (f"{engine}'s defaults stayed the cheapest on fresh starts: tuning found "
                 "nothing better")
-    sure = "" if d.low > 1 else " (the interval includes 1: not a sure gain)"
-    return f"tuning {engine} saved {d.value:.2f}x ({d.low:.2f}-{d.high:.2f}){sure}"
+    return saved_text(engine, d)
+
+
+def saved_text(engine: str, delta: Interval) -> str:
+    """What tuning ``engine`` saved, with its interval, flagged when the interval includes 1."""
+    sure = "" if delta.low > 1 else " (the interval includes 1: not a sure gain)"
+    return f"tuning {engine} saved {delta.value:.2f}x ({delta.low:.2f}-{delta.high:.2f}){sure}"
 
 
 def best_config_yaml(engine: str, winner: Remeasured | None, best: TrialResult | None) -> str:

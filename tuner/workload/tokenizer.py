@@ -16,19 +16,20 @@ from tokenizers import Tokenizer
 from tuner.errors import ConfigError
 from tuner.settings import Settings
 
+DEFAULT_HF_HOME = Path.home() / ".cache" / "huggingface"
+
 
 def hf_home() -> Path:
     """The Hugging Face home folder (``$HF_HOME``, else ``~/.cache/huggingface``)."""
-    return Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface"))
+    return Path(os.environ.get("HF_HOME") or DEFAULT_HF_HOME)
 
 
 def hf_cache_dirs() -> list[Path]:
-    dirs = []
-    if os.environ.get("HF_HUB_CACHE"):
-        dirs.append(Path(os.environ["HF_HUB_CACHE"]))
-    if os.environ.get("HF_HOME"):
-        dirs.append(Path(os.environ["HF_HOME"]) / "hub")
-    dirs.append(Path.home() / ".cache" / "huggingface" / "hub")
+    """Where hub downloads may be: $HF_HUB_CACHE, $HF_HOME/hub, then the default."""
+    dirs = [Path(os.environ["HF_HUB_CACHE"])] if os.environ.get("HF_HUB_CACHE") else []
+    for hub in (hf_home() / "hub", DEFAULT_HF_HOME / "hub"):
+        if hub not in dirs:
+            dirs.append(hub)
     return dirs
 
 

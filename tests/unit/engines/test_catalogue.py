@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import optuna
 import pytest
 
 from tuner.engines.model_info import ModelInfo
@@ -17,6 +16,8 @@ from tuner.engines.rules import broken_rules, rule_names
 from tuner.engines.spec import engine_names, load_engine_spec
 from tuner.hardware import Gpu, Hardware
 from tuner.search.space import load_search_space
+
+from .sampling import sample_configs
 
 REPO = Path(__file__).resolve().parents[3]
 HELP = {"sglang": "sglang-0.5.x-004813e1.txt", "tgi": "tgi-3.3.x-032fc4c4.txt",
@@ -38,15 +39,8 @@ def model_folder(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def sampled(engine: str, hw: Hardware, n: int = 30) -> list[dict[str, Any]]:
-    space = load_search_space(engine).for_host(hw, MODEL)
-    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=7))
-    out = []
-    for _ in range(n):
-        trial = study.ask()
-        out.append(space.sample(trial))
-        study.tell(trial, 0.0)
-    return out
+def sampled(engine: str, hw: Hardware) -> list[dict[str, Any]]:
+    return sample_configs(engine, hw, MODEL, n=30, seed=7)
 
 
 def flags_in(argv: list[str]) -> set[str]:

@@ -3,7 +3,6 @@ a command line that vLLM's own argument parser accepts, and means what we think 
 
 from pathlib import Path
 
-import optuna
 import pytest
 from vllm.entrypoints.launchers import cli_args  # the real parser of the pinned vLLM
 from vllm.utils import argparse_utils
@@ -12,7 +11,8 @@ from tuner.engines.model_info import ModelInfo
 from tuner.engines.render import render
 from tuner.engines.spec import load_engine_spec
 from tuner.hardware import Gpu, Hardware
-from tuner.search.space import load_search_space
+
+from .sampling import sample_configs
 
 SPEC = load_engine_spec("vllm")
 MODEL = ModelInfo(path="/m", architecture="LlamaForCausalLM", attention_heads=32, kv_heads=8,
@@ -28,15 +28,8 @@ def parser():  # type: ignore[no-untyped-def]
     return cli_args.make_arg_parser(argparse_utils.FlexibleArgumentParser())
 
 
-def configs(hw: Hardware, n: int = 40) -> list[dict[str, object]]:
-    space = load_search_space("vllm").for_host(hw, MODEL)
-    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
-    out = []
-    for _ in range(n):
-        trial = study.ask()
-        out.append(space.sample(trial))
-        study.tell(trial, 0.0)
-    return out
+def configs(hw: Hardware) -> list[dict[str, object]]:
+    return sample_configs("vllm", hw, MODEL, n=40, seed=1)
 
 
 @pytest.mark.parametrize("hw", [CPU, GPU], ids=["cpu", "gpu"])
