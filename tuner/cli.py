@@ -6,17 +6,17 @@ Exit codes: 0 done, 1 runtime failure, 2 bad input (one line naming the field an
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
 
 from tuner.errors import ConfigError, TunerError
+from tuner.settings import Settings
 
 T = TypeVar("T")
 
@@ -26,7 +26,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions
                   "subcommands below do the rest.")
 out_console = Console()
 err = Console(stderr=True)
-DEBUG = {"on": False}
 
 
 def fail(message: str, code: int) -> typer.Exit:
@@ -34,16 +33,16 @@ def fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
-def run_cli(fn: Callable[[], T]) -> T:
+def run_cli(fn: Callable[[], T], debug: bool) -> T:
     """Run ``fn``; translate the exception tree into one line and an exit code."""
     try:
         return fn()
     except ConfigError as exc:
-        if DEBUG["on"]:
+        if debug:
             raise
         raise fail(str(exc), 2) from None
     except TunerError as exc:
-        if DEBUG["on"]:
+        if debug:
             raise
         raise fail(str(exc), 1) from None
     except KeyboardInterrupt:
@@ -51,21 +50,21 @@ def run_cli(fn: Callable[[], T]) -> T:
     except typer.Exit:
         raise
     except Exception as exc:
-        if DEBUG["on"]:
+        if debug:
             raise
         raise fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the "
                    "traceback)", 1) from None
 
 
-def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
-
-
-def setup_logging(debug: bool) -> None:
-    DEBUG["on"] = debug
+def start(debug: bool) -> Settings:
+    """Logging as asked, and the one Settings object (TUNER_* variables) of this command."""
     logging.getLogger("tuner").setLevel(logging.DEBUG if debug else logging.INFO)
     for noisy in ("httpx", "httpcore", "alembic", "mlflow"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        return Settings()
+    except ValueError as exc:  # pydantic's ValidationError: a TUNER_* variable is malformed
+        raise fail(f"environment: {str(exc).splitlines()[-2].strip()}", 2) from None
 
 
 Debug = Annotated[bool, typer.Option("--debug", help="show tracebacks and debug logs")]
@@ -119,7 +118,7 @@ def tune(
     """Tune an engine on a workload: search, re-measure, report the tuning delta."""
     if ctx.invoked_subcommand is not None:
         return
-    setup_logging(debug)
+    settings = start(debug)
     missing = [n for n, v in (("--engine", engine), ("--workload", workload), ("--model", model))
                if v is None]
     if missing:
@@ -130,28 +129,22 @@ def tune(
                    "--model DIR", 2)
 
     def go() -> None:
-        from pydantic import ValidationError
-
         from tuner.commands.tune import parse_enqueue, tune_command
-        from tuner.config import describe_validation_error
-        from tuner.search.config import TuneConfig
+        from tuner.search.study_config import StudyConfig
+        from tuner.validation import validate
 
-        try:
-            cfg = TuneConfig.model_validate(dict(
-                engine=engine, workload=workload, model=model, trials=trials,
-                time_budget_s=time_budget, launcher=launcher, image=image, image_tag=image_tag,
-                network=network,
-                study_name=study_name, storage=storage, tracking_uri=tracking_uri, out_dir=out,
-                seed=seed, search_space=search_space, remeasure_top=remeasure_top,
-                remeasure_repeats=repeats, remeasure_duration_s=remeasure_duration,
-                enqueue=parse_enqueue(enqueue), device=device, parallel=parallel,
-                startup_timeout_s=startup_timeout,
-                served_name=served_name))
-        except ValidationError as exc:
-            raise ConfigError(describe_validation_error(exc, "options")) from exc
-        tune_command(cfg, out_console, err)
+        cfg = validate(StudyConfig, dict(
+            engine=engine, workload=workload, model=model, trials=trials,
+            time_budget_s=time_budget, launcher=launcher, image=image, image_tag=image_tag,
+            network=network, study_name=study_name, storage=storage,
+            tracking_uri=tracking_uri or settings.tracking_uri, out_dir=out, seed=seed,
+            search_space=search_space, remeasure_top=remeasure_top,
+            remeasure_repeats=repeats, remeasure_duration_s=remeasure_duration,
+            enqueue=parse_enqueue(enqueue), device=device, parallel=parallel,
+            startup_timeout_s=startup_timeout, served_name=served_name), "options")
+        tune_command(cfg, settings, out_console, err)
 
-    run_cli(go)
+    run_cli(go, debug)
 
 
 @app.command()
@@ -171,11 +164,11 @@ def bench(
     """Replay a workload against a running server and report what it sustains."""
     from tuner.commands.bench import bench_command
 
-    setup_logging(debug)
+    settings = start(debug)
     run_cli(lambda: bench_command(endpoint, workload, find_capacity=find_capacity,
                                   json_path=json_path, tokenizer=tokenizer,
-                                  metrics_url=metrics_url, console=out_console,
-                                  progress_console=err))
+                                  metrics_url=metrics_url, settings=settings,
+                                  console=out_console, progress_console=err), debug)
 
 
 @app.command()
@@ -199,7 +192,7 @@ def compare(
     """Tuning delta vs engine delta: tune (or reuse) each engine, measure, report."""
     from tuner.commands.compare import compare_command
 
-    setup_logging(debug)
+    settings = start(debug)
     names = [e.strip() for e in engines.split(",") if e.strip()]
 
     def models() -> dict[str, str]:
@@ -211,8 +204,8 @@ def compare(
 
     run_cli(lambda: compare_command(names, workload, models(), trials=trials, repeats=repeats,
                                     out=out, seed=seed, tracking_uri=tracking_uri,
-                                    duration_s=duration, launcher=launcher,
-                                    console=out_console, progress_console=err))
+                                    duration_s=duration, launcher=launcher, settings=settings,
+                                    console=out_console, progress_console=err), debug)
 
 
 @app.command()
@@ -223,8 +216,8 @@ def report(
     """Rebuild a comparison's report (markdown, HTML, JSON, plots) from its stored studies."""
     from tuner.commands.compare import report_command
 
-    setup_logging(debug)
-    run_cli(lambda: report_command(folder, out_console))
+    start(debug)
+    run_cli(lambda: report_command(folder, out_console), debug)
 
 
 @app.command()
@@ -232,8 +225,8 @@ def cleanup(debug: Debug = False) -> None:
     """Remove engines (processes and containers) that a killed tuner left behind; only ours."""
     from tuner.commands.cleanup import cleanup_command
 
-    setup_logging(debug)
-    run_cli(lambda: cleanup_command(out_console))
+    settings = start(debug)
+    run_cli(lambda: cleanup_command(settings, out_console), debug)
 
 
 @app.command("make-model")
@@ -248,16 +241,15 @@ def make_model(
 ) -> None:
     """Make the project's tiny random Llama (BPE tokenizer trained locally)."""
     from tuner.models.tiny import SERVED_NAME, make_tiny_model
-    from tuner.settings import Settings
 
-    setup_logging(debug)
-    target = out_dir or Settings().cache_dir / "models" / SERVED_NAME
-    path = run_cli(lambda: make_tiny_model(target, seed=seed))
+    settings = start(debug)
+    target = out_dir or settings.models_dir / SERVED_NAME
+    path = run_cli(lambda: make_tiny_model(target, seed=seed), debug)
     out_console.print(f"tiny model in {path}")
     if gguf:
         from tuner.models.gguf_export import make_gguf_variants
 
-        for variant, file in run_cli(lambda: make_gguf_variants(path)).items():
+        for variant, file in run_cli(lambda: make_gguf_variants(path), debug).items():
             out_console.print(f"GGUF {variant}: {file}")
 
 

@@ -2,15 +2,20 @@
 
 Everything here comes from the environment (prefix ``TUNER_``) and never from a
 workload file: where MLflow writes, which Docker daemon to use, the tokens an
-engine needs. Secrets are ``SecretStr`` so they never print.
+engine needs. Secrets are ``SecretStr`` so they never print. The CLI builds one
+:class:`Settings` and passes it down; nothing below it reads the environment for these.
+The Hugging Face cache folders follow Hugging Face's own variables.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_HF_HOME = Path.home() / ".cache" / "huggingface"
 
 
 class Settings(BaseSettings):
@@ -27,3 +32,22 @@ class Settings(BaseSettings):
         default=Path.home() / ".cache" / "tuner",
         description="compile and model caches shared by trials",
     )
+
+    @property
+    def models_dir(self) -> Path:
+        """Where ``tune make-model`` writes and where models are looked up by name."""
+        return self.cache_dir / "models"
+
+
+def hf_home() -> Path:
+    """The Hugging Face home folder (``$HF_HOME``, else ``~/.cache/huggingface``)."""
+    return Path(os.environ.get("HF_HOME") or DEFAULT_HF_HOME)
+
+
+def hf_cache_dirs() -> list[Path]:
+    """Where hub downloads may be: $HF_HUB_CACHE, $HF_HOME/hub, then the default."""
+    dirs = [Path(os.environ["HF_HUB_CACHE"])] if os.environ.get("HF_HUB_CACHE") else []
+    for hub in (hf_home() / "hub", DEFAULT_HF_HOME / "hub"):
+        if hub not in dirs:
+            dirs.append(hub)
+    return dirs

@@ -28,11 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from tuner.bench import open_bench
 from tuner.engines.spec import load_engine_spec
 from tuner.launch.base import LaunchRequest
 from tuner.launch.process import ProcessLauncher, free_port
 from tuner.launch.readiness import wait_ready
+from tuner.measurement.bench_session import open_bench
 from tuner.models.tiny import SERVED_NAME, make_tiny_model
 from tuner.settings import Settings
 from tuner.workload.models import Workload

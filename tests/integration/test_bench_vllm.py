@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tuner.bench import open_bench
 from tuner.launch.base import EngineHandle
+from tuner.measurement.bench_session import open_bench
 from tuner.workload.models import Workload
 
 pytestmark = pytest.mark.integration

@@ -2,9 +2,9 @@
 
 import pytest
 
+from tuner.measurement.capacity import find_capacity
 from tuner.metrics.figures import dist_ms
-from tuner.metrics.summary import RunSummary, SloVerdict
-from tuner.search.capacity import find_capacity
+from tuner.metrics.run_summary import RunSummary, SloVerdict
 from tuner.workload.models import CapacitySearch
 
 

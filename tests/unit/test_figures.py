@@ -4,8 +4,9 @@ import pytest
 from tuner.loadgen.client import ServerCaps
 from tuner.loadgen.records import RequestRecord, read_records_csv, write_records_csv
 from tuner.loadgen.runner import RunOutcome
-from tuner.metrics.figures import cost_per_million, dist_ms
-from tuner.metrics.summary import summarise
+from tuner.metrics.cost import cost_per_million
+from tuner.metrics.figures import dist_ms
+from tuner.metrics.run_summary import summarise
 from tuner.workload.models import Workload
 
 MS = 1_000_000

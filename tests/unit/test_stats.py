@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from tuner.stats import RunTokens, cost_samples, interval, point_cost, ratio_interval
+from tuner.metrics.bootstrap import RunTokens, cost_samples, interval, point_cost, ratio_interval
 
 
 def test_cost_interval_covers_the_point_and_narrows_with_data() -> None:

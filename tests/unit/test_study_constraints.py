@@ -1,6 +1,6 @@
 from tests.unit.test_capacity import fake_summary
+from tuner.measurement.capacity import CapacityResult
 from tuner.metrics.figures import dist_ms
-from tuner.search.capacity import CapacityResult
 from tuner.search.outcome import TrialResult
 from tuner.search.trial import constraint_values
 

@@ -7,15 +7,17 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tuner.bench import make_report, open_bench, write_report
-from tuner.progress import RichProgress
-from tuner.tables import capacity_table, summary_table
+from tuner.commands.live_progress import RichProgress
+from tuner.measurement.bench_report import make_report, write_report
+from tuner.measurement.bench_session import open_bench
+from tuner.report.bench_tables import capacity_table, summary_table
+from tuner.settings import Settings
 from tuner.workload.loader import load_workload
 
 
 def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
                   json_path: Path | None, tokenizer: Path | None, metrics_url: str | None,
-                  console: Console, progress_console: Console) -> None:
+                  settings: Settings, console: Console, progress_console: Console) -> None:
     workload = load_workload(workload_path)
 
     async def go() -> None:
@@ -23,7 +25,8 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
             progress.status("workload", f"{workload.name} ({workload_path})")
             progress.status("phase", "probing endpoint")
             bench = await open_bench(workload, endpoint, tokenizer=tokenizer,
-                                     metrics_url=metrics_url, progress=progress)
+                                     models_dir=settings.models_dir, metrics_url=metrics_url,
+                                     progress=progress)
             try:
                 if find_capacity:
                     capacity = await bench.capacity()

@@ -7,12 +7,13 @@ from rich.console import Console
 from tuner.errors import ConfigError
 from tuner.launch.docker import DockerLauncher
 from tuner.launch.process import ProcessLauncher
+from tuner.settings import Settings
 
 
-def cleanup_command(console: Console) -> list[str]:
+def cleanup_command(settings: Settings, console: Console) -> list[str]:
     removed = ProcessLauncher().cleanup_orphans()
     try:
-        removed += DockerLauncher().cleanup_orphans()
+        removed += DockerLauncher(settings=settings).cleanup_orphans()
     except ConfigError as exc:
         console.print(f"containers not checked: {exc}")
     for item in removed:

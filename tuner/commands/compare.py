@@ -17,17 +17,19 @@ from mlflow.tracking import MlflowClient
 from pydantic import BaseModel
 from rich.console import Console
 
-from tuner.commands.tune import guarded
+from tuner.commands.live_progress import RichProgress
+from tuner.commands.prepare import Prepared, local_artifacts, prepare
+from tuner.commands.teardown import guarded
 from tuner.errors import ConfigError, StudyError
-from tuner.progress import RichProgress
-from tuner.report.comparison import Comparison, engine_deltas, engine_result, verdict
+from tuner.report.comparison import Comparison, comparison_verdict, engine_deltas, engine_result
 from tuner.report.document import html_page, markdown, table
 from tuner.report.plots import all_plots
-from tuner.search.config import TuneConfig
-from tuner.search.outcome import TrialResult
+from tuner.search.outcome import TrialResult, cheapest, defaults_trial
 from tuner.search.remeasure import Candidate, MeasuredRun, measure_interleaved
-from tuner.search.setup import Prepared, local_artifacts, prepare
 from tuner.search.study import StudyProgress, run_search
+from tuner.search.study_config import StudyConfig
+from tuner.settings import Settings
+from tuner.validation import validate
 from tuner.workload.loader import load_workload
 
 
@@ -72,8 +74,8 @@ def build(inputs: CompareInputs) -> Comparison:
         samples[ref.engine] = s
     deltas = engine_deltas(results, samples)
     return Comparison(workload=str(workload_path), slo_ttft_p95_ms=workload.slo.ttft_p95_ms,
-                      engines=results, engine_deltas=deltas, verdict=verdict(results, deltas),
-                      runs=inputs.runs)
+                      engines=results, engine_deltas=deltas,
+                      verdict=comparison_verdict(results, deltas), runs=inputs.runs)
 
 
 def write_report(comparison: Comparison, folder: Path) -> dict[str, Path]:
@@ -119,7 +121,8 @@ def log_to_mlflow(uri: str, name: str, comparison: Comparison, files: dict[str, 
 def compare_command(engines: list[str], workload: Path, models: dict[str, str], *,
                     trials: int, repeats: int, out: Path, seed: int,
                     tracking_uri: str | None, duration_s: float | None, launcher: str,
-                    console: Console, progress_console: Console) -> Comparison:
+                    settings: Settings, console: Console, progress_console: Console
+                    ) -> Comparison:
     if len(engines) < 2:
         raise ConfigError("--engines needs at least two engines, e.g. --engines vllm,llamacpp")
     missing = [e for e in engines if e not in models]
@@ -128,12 +131,14 @@ def compare_command(engines: list[str], workload: Path, models: dict[str, str], 
                           "engines or --model ENGINE=DIR for each")
     name = f"compare-{workload.stem}"
     folder = out / name
-    uri = tracking_uri or f"sqlite:///{(folder / 'mlflow.db').resolve()}"
-    folder.mkdir(parents=True, exist_ok=True)
-    preps: list[Prepared] = [prepare(TuneConfig.model_validate(dict(
+    uri = (tracking_uri or settings.tracking_uri
+           or f"sqlite:///{(folder / 'mlflow.db').resolve()}")
+    configs = [validate(StudyConfig, dict(
         engine=e, workload=workload, model=models[e], trials=trials, launcher=launcher,
         out_dir=folder, study_name=f"{e}-{workload.stem}", tracking_uri=uri, seed=seed,
-        remeasure_top=0))) for e in engines]
+        remeasure_top=0), "options") for e in engines]
+    folder.mkdir(parents=True, exist_ok=True)
+    preps: list[Prepared] = [prepare(cfg, settings) for cfg in configs]
     refs: list[StudyRef] = []
     cands: list[Candidate] = []
     t0 = time.monotonic()
@@ -145,8 +150,9 @@ def compare_command(engines: list[str], workload: Path, models: dict[str, str], 
             ctx = prep.context(progress)
             state = StudyProgress()
             run_search(prep.cfg, ctx, prep.tracker, state)
-            defaults = next((r for r in state.results if r.defaults and r.feasible), None)
-            best = state.feasible[0] if state.feasible else None
+            found = defaults_trial(state.results)
+            defaults = found if found is not None and found.feasible else None
+            best = cheapest(state.results)
             tuned = best if best is not None and not best.defaults else None
             for t in (defaults, tuned):
                 if t is not None:

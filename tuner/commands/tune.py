@@ -4,35 +4,27 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 
 from rich.console import Console
 
 from tuner import __version__
-from tuner.bench import file_sha256
+from tuner.commands.live_progress import RichProgress
+from tuner.commands.prepare import prepare
+from tuner.commands.teardown import guarded
 from tuner.engines.render import render
 from tuner.engines.spec import Device, EngineSpec
 from tuner.errors import ConfigError
-from tuner.launch.base import Launcher
-from tuner.progress import RichProgress
-from tuner.search.config import TuneConfig
-from tuner.search.outcome import TrialResult
+from tuner.report.study_report import best_config_yaml, final_table, study_verdict, write_plots
+from tuner.search.outcome import TrialResult, cheapest, defaults_trial
 from tuner.search.remeasure import RemeasureOutcome, remeasure
-from tuner.search.setup import prepare
 from tuner.search.study import StudyProgress, results_summary, run_search
-from tuner.search.summary import (
-    StudySummary,
-    TimeSplit,
-    best_config_yaml,
-    final_table,
-    verdict,
-    write_plots,
-)
+from tuner.search.study_config import StudyConfig
+from tuner.search.study_summary import StudySummary, TimeSplit
+from tuner.settings import Settings
+from tuner.validation import load_yaml
+from tuner.workload.loader import workload_sha256
 
 log = logging.getLogger(__name__)
 
@@ -47,30 +39,10 @@ def ready_command(spec: EngineSpec, trial: TrialResult | None, model: str, serve
                           "port": "8000", "host": "0.0.0.0"}).command_line()
 
 
-@contextmanager
-def guarded(*launchers: Launcher) -> Iterator[None]:
-    """SIGTERM unwinds like Ctrl-C, and on the way out, however the run ends, every engine this
-    process started and still holds is removed: each trial tears its engine down, and this
-    sweep also catches one that an interrupt hit between its start and its teardown."""
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut this
-        try:
-            for launcher in launchers:
-                for item in launcher.cleanup_own():
-                    log.warning("removed %s, left running by an interrupted trial", item)
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def tune_command(cfg: TuneConfig, console: Console, progress_console: Console) -> StudySummary:
+def tune_command(cfg: StudyConfig, settings: Settings, console: Console,
+                 progress_console: Console) -> StudySummary:
     t_start = time.monotonic()
-    prep = prepare(cfg)
+    prep = prepare(cfg, settings)
     spec, hw, tracker, eng_version = prep.spec, prep.hardware, prep.tracker, prep.engine_version
     state = StudyProgress()
     with guarded(prep.launcher), RichProgress(progress_console) as progress:
@@ -86,23 +58,23 @@ def tune_command(cfg: TuneConfig, console: Console, progress_console: Console) -
                            repeats=cfg.remeasure_repeats, duration_s=cfg.remeasure_duration_s,
                            seed=cfg.seed)
     wall = time.monotonic() - t_start
-    launched = [r for r in state.results]
+    launched = state.results
     startup = sum(r.timing.startup_s for r in launched) + (rm.timing.startup_s if rm else 0)
     measure = sum(r.timing.measure_s for r in launched) + (rm.timing.measure_s if rm else 0)
     teardown = sum(r.timing.teardown_s for r in launched) + (rm.timing.teardown_s if rm else 0)
     split = TimeSplit(wall_s=wall, startup_s=startup, measure_s=measure, teardown_s=teardown,
                       tuner_s=max(0.0, wall - startup - measure - teardown))
-    defaults = next((r for r in state.results if r.defaults), None)
-    best = state.feasible[0] if state.feasible else None
+    defaults = defaults_trial(state.results)
+    best = cheapest(state.results)
     winner = rm.winner if rm else None
     best_trial = next((r for r in state.results if winner and r.number == winner.trial), best)
     summary = StudySummary(
         study=cfg.name, engine=spec.name, engine_version=eng_version, model=cfg.model,
-        workload=str(cfg.workload), workload_sha256=file_sha256(cfg.workload),
+        workload=str(cfg.workload), workload_sha256=workload_sha256(cfg.workload),
         hardware=hw.describe(), tuner_version=__version__,
         trials=results_summary(state.results), defaults_trial=defaults, best_trial=best_trial,
         remeasure=rm, tuning_delta=rm.tuning_delta if rm else None,
-        verdict=verdict(spec.display_name, rm, defaults, best),
+        verdict=study_verdict(spec.display_name, rm, defaults, best),
         best_config=(winner.config if winner else best.config if best else None),
         best_command=ready_command(spec, best_trial, cfg.model, prep.served_name, hw.device),
         time=split, time_shares=split.shares())
@@ -136,8 +108,6 @@ def tune_command(cfg: TuneConfig, console: Console, progress_console: Console) -
 def parse_enqueue(path: Path | None) -> list[dict[str, object]]:
     if path is None:
         return []
-    from tuner.config import load_yaml
-
     data = load_yaml(path)
     items = data if isinstance(data, list) else [data]
     if not all(isinstance(i, dict) for i in items):

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from tuner.errors import ConfigError
-from tuner.workload.tokenizer import hf_cache_dirs
+from tuner.settings import hf_cache_dirs
 
 
 class ModelInfo(BaseModel):

@@ -11,13 +11,14 @@ how many accelerators a configuration uses.
 from __future__ import annotations
 
 from functools import cache
+from importlib.resources import files
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from tuner.config import StrictModel, describe_validation_error, load_yaml
 from tuner.errors import ConfigError
+from tuner.validation import StrictModel, load_yaml, validate
 
 Device = Literal["cpu", "gpu"]
 Mode = Literal["process", "container"]
@@ -182,8 +183,10 @@ class EngineSpec(StrictModel):
 
 
 def specs_root() -> Path:
-    """The repository folder that holds ``engines/`` and ``search_spaces/``."""
-    return Path(__file__).resolve().parents[2]
+    """The folder holding ``engines/`` and ``search_spaces/``: the package's data, which in a
+    source tree (and an editable install) links to the repository's top-level folders, the
+    source of truth, and in a wheel is a copy of them."""
+    return Path(str(files("tuner") / "data"))
 
 
 def engine_names(root: Path | None = None) -> list[str]:
@@ -200,7 +203,4 @@ def load_engine_spec(name: str, root: Path | None = None) -> EngineSpec:
 
 
 def parse_engine_spec(path: Path) -> EngineSpec:
-    try:
-        return EngineSpec.model_validate(load_yaml(path))
-    except ValidationError as exc:
-        raise ConfigError(describe_validation_error(exc, str(path))) from exc
+    return validate(EngineSpec, load_yaml(path), str(path))

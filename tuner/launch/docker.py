@@ -35,8 +35,7 @@ from tuner.launch.ownership import (
     owner_marker,
 )
 from tuner.launch.process import free_port
-from tuner.settings import Settings
-from tuner.workload.tokenizer import hf_home
+from tuner.settings import Settings, hf_home
 
 log = logging.getLogger(__name__)
 

@@ -17,15 +17,14 @@ from typing import Any
 
 from tuner.loadgen.client import ServerCaps, StreamClient
 from tuner.loadgen.guard import SloGuard
+from tuner.loadgen.progress import NULL_PROGRESS, Progress, RunProgress
 from tuner.loadgen.records import RequestRecord
-from tuner.metrics.server import MetricsScraper, ServerMetrics
-from tuner.progress import NULL_PROGRESS, Progress
+from tuner.loadgen.scraper import MetricsScraper, ServerMetrics
 from tuner.workload.arrivals import NS, ConcurrencyArrivals
 from tuner.workload.models import Workload
 from tuner.workload.plan import PlannedRequest, RequestFactory, is_warmup, send_offsets_ns
 
 MAX_POOL = 20_000
-TIMER_SLACK_NS = 1_000_000  # the event loop's timers round up to the next millisecond
 
 
 @dataclass
@@ -38,6 +37,9 @@ class RunOutcome:
     wall_ns: int
     stopped_early: str | None
     server: ServerMetrics | None
+
+
+Dispatch = Callable[[StreamClient, int, RunProgress], Awaitable[None]]
 
 
 class Runner:
@@ -68,9 +70,11 @@ class Runner:
                             temperature=w.temperature)
 
     async def run(self, load: float | None = None, *, duration_s: float | None = None,
-                  epoch: int = 0, early_stop: bool = True) -> RunOutcome:
+                  epoch: int = 0, early_stop: bool = False) -> RunOutcome:
         """One run at ``load`` (default: the workload's own) for the workload's stop or
-        ``duration_s``. ``epoch`` selects a fresh set of prompts."""
+        ``duration_s``. ``epoch`` selects a fresh set of prompts. ``early_stop`` lets the
+        guard end a run whose SLO is lost (the capacity search asks for it; a plain run
+        measures what it was asked)."""
         w = self.workload
         arrival = w.arrival if load is None else w.arrival.with_load(load)
         shaped = w.model_copy(update={"arrival": arrival})
@@ -94,12 +98,16 @@ class Runner:
                              max_error_rate=w.slo.max_error_rate)
             dispatch = self._open_loop(shaped, reqs, [int(o) for o in offsets], records, epoch)
             pool = len(reqs)
-        self.progress.run_started(f"load {arrival.load:g}", planned)
-        async with self._client(pool) as client, MetricsScraper(self.metrics_url) as scraper:
-            t0 = time.perf_counter_ns()
-            stopped = await self._supervise(dispatch(client, t0), records, guard, t0, early_stop)
-            wall = time.perf_counter_ns() - t0
-        self.progress.run_finished()
+        shown = self.progress.run(f"load {arrival.load:g}", planned)
+        try:
+            async with self._client(pool) as client, \
+                    MetricsScraper(self.metrics_url) as scraper:
+                t0 = time.perf_counter_ns()
+                stopped = await self._supervise(dispatch(client, t0, shown), records, guard, t0,
+                                                early_stop)
+                wall = time.perf_counter_ns() - t0
+        finally:
+            shown.finished()
         return RunOutcome(arrival.load, records, planned, wall, stopped, scraper.summary())
 
     async def _supervise(self, dispatch: Awaitable[None], records: list[RequestRecord],
@@ -128,27 +136,28 @@ class Runner:
                     rec.error = f"cancelled: stopped early ({reason})"
         return reason
 
-    def _start(self, client: StreamClient, req: PlannedRequest, rec: RequestRecord,
-               t0: int) -> Coroutine[Any, Any, None]:
+    @staticmethod
+    def _start(client: StreamClient, req: PlannedRequest, rec: RequestRecord, t0: int,
+               shown: RunProgress) -> Coroutine[Any, Any, None]:
         async def go() -> None:
-            self.progress.request_sent(rec)
+            shown.request_sent(rec)
             try:
                 await client.send(req, rec, t0)
             finally:
-                self.progress.request_done(rec)
+                shown.request_done(rec)
         return go()
 
     def _open_loop(self, w: Workload, reqs: list[PlannedRequest], offsets: list[int],
                    records: list[RequestRecord], epoch: int
-                   ) -> Callable[[StreamClient, int], Awaitable[None]]:
-        async def dispatch(client: StreamClient, t0: int) -> None:
+                   ) -> Dispatch:
+        async def dispatch(client: StreamClient, t0: int, shown: RunProgress) -> None:
             tasks: set[asyncio.Task[None]] = set()
             try:
                 for req, off in zip(reqs, offsets, strict=True):
                     await sleep_until(t0 + off)
                     rec = _record(req, off, warmup=is_warmup(w, req.index, off), step=epoch)
                     records.append(rec)
-                    task = asyncio.create_task(self._start(client, req, rec, t0))
+                    task = asyncio.create_task(self._start(client, req, rec, t0, shown))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
                 if tasks:
@@ -159,7 +168,7 @@ class Runner:
 
     async def _closed_loop(self, w: Workload, concurrency: int, records: list[RequestRecord],
                            epoch: int, duration_s: float | None
-                           ) -> Callable[[StreamClient, int], Awaitable[None]]:
+                           ) -> Dispatch:
         limit = None if duration_s is not None or w.stop.requests is None else (
             w.stop.requests + w.warmup.requests)
         duration = duration_s if duration_s is not None else w.stop.duration_s
@@ -168,7 +177,7 @@ class Runner:
         prebuilt = min(limit or 2 * concurrency, 4 * concurrency + 64)
         await asyncio.to_thread(lambda: [self.factory.make(i, epoch) for i in range(prebuilt)])
 
-        async def worker(client: StreamClient, t0: int) -> None:
+        async def worker(client: StreamClient, t0: int, shown: RunProgress) -> None:
             for index in counter:
                 now = time.perf_counter_ns() - t0
                 if end_ns is not None and now >= end_ns:
@@ -177,10 +186,11 @@ class Runner:
                 now = time.perf_counter_ns() - t0
                 rec = _record(req, now, warmup=is_warmup(w, index, now), step=epoch)
                 records.append(rec)
-                await self._start(client, req, rec, t0)
+                await self._start(client, req, rec, t0, shown)
 
-        async def dispatch(client: StreamClient, t0: int) -> None:
-            workers = [asyncio.create_task(worker(client, t0)) for _ in range(concurrency)]
+        async def dispatch(client: StreamClient, t0: int, shown: RunProgress) -> None:
+            workers = [asyncio.create_task(worker(client, t0, shown))
+                       for _ in range(concurrency)]
             try:
                 await asyncio.gather(*workers)
             finally:
@@ -188,19 +198,18 @@ class Runner:
         return dispatch
 
 
-async def sleep_until(target_ns: int, slack_ns: int = TIMER_SLACK_NS) -> None:
-    """Sleep until ``target_ns`` on the perf_counter clock.
+async def sleep_until(target_ns: int) -> None:
+    """Sleep until ``target_ns`` on the perf_counter clock, on the event loop only.
 
-    The event loop wakes up to a millisecond late, so it is asked for ``slack_ns`` early and
-    the rest is slept in the thread. Not a busy spin: on a machine the engine also loads, a
-    client that spins loses the scheduler's favour and then stamps tokens hundreds of ms late
-    (measured in experiments/benchmarks/harness_fidelity.py)."""
-    delay = (target_ns - time.perf_counter_ns() - slack_ns) / NS
+    The loop's timers may wake up to a millisecond late; a send is then that late, and its
+    record says so (``sent_ns`` is stamped when the request goes, ``scheduled_ns`` is the
+    plan, and the run's dispatch lag is reported). Nothing here blocks the loop: a blocking
+    sleep would delay every token timestamp of every stream, and a busy spin, on a machine
+    the engine also loads, costs the client the scheduler's favour (measured in
+    experiments/benchmarks/harness_fidelity.py)."""
+    delay = (target_ns - time.perf_counter_ns()) / NS
     if delay > 0:
         await asyncio.sleep(delay)
-    rest = (target_ns - time.perf_counter_ns()) / NS
-    if rest > 0:
-        time.sleep(rest)  # noqa: ASYNC251 - at most slack_ns: precise, and holds no CPU
 
 
 def _record(req: PlannedRequest, scheduled_ns: int, *, warmup: bool, step: int) -> RequestRecord:

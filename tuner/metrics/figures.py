@@ -87,10 +87,3 @@ def meets_slo(rec: RequestRecord, ttft: int, itl: int, e2e: int | None) -> bool:
     if tpot is not None and tpot > itl:
         return False
     return e2e is None or (rec.e2e_ns or 0) <= e2e
-
-
-def cost_per_million(usd_per_hour: float, tokens_per_s: float) -> float | None:
-    """USD per 1e6 tokens = usd_per_hour / 3600 / tokens_per_s * 1e6."""
-    if tokens_per_s <= 0:
-        return None
-    return usd_per_hour / 3600.0 / tokens_per_s * 1e6

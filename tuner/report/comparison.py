@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel
 
+from tuner.metrics.bootstrap import Interval, ratio_interval
+from tuner.report.study_report import saved_text
 from tuner.search.outcome import TrialResult
 from tuner.search.remeasure import MeasuredRun, Remeasured, summarise_candidate
-from tuner.search.summary import saved_text
-from tuner.stats import Interval, ratio_interval
 
 
 class TrialPoint(BaseModel):
@@ -125,7 +125,7 @@ def engine_deltas(results: list[EngineResult], samples: dict[str, dict[str, np.n
     return out
 
 
-def verdict(results: list[EngineResult], deltas: list[EngineDelta]) -> str:
+def comparison_verdict(results: list[EngineResult], deltas: list[EngineDelta]) -> str:
     names = {r.engine: r.display_name for r in results}
     tuned = [r for r in results if r.tuning_delta is not None]
     parts = []

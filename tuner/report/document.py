@@ -8,8 +8,8 @@ from pathlib import Path
 
 from rich.table import Table
 
+from tuner.metrics.bootstrap import Interval
 from tuner.report.comparison import Comparison, EngineResult
-from tuner.stats import Interval
 
 
 def _money(i: Interval | None, sep: str = " ") -> str:

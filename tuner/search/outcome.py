@@ -6,12 +6,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from tuner.metrics.summary import RunSummary
-from tuner.search.capacity import CapacityResult
+from tuner.measurement.capacity import CapacityResult
+from tuner.metrics.cost import money
+from tuner.metrics.run_summary import RunSummary
 
 Outcome = Literal["ok", "oom", "invalid_config", "startup_timeout", "crashed",
-                  "crashed_during_load", "slo_infeasible", "interrupted"]
-FAILED_OUTCOMES = ("oom", "invalid_config", "startup_timeout", "crashed", "crashed_during_load")
+                  "crashed_during_load", "probe_failed", "error", "slo_infeasible",
+                  "interrupted"]
+"""``probe_failed``: the engine started but does not serve the workload (no such model, no
+such route); ``error``: anything else that went wrong in the trial (its detail says what)."""
+FAILED_OUTCOMES = ("oom", "invalid_config", "startup_timeout", "crashed", "crashed_during_load",
+                   "probe_failed", "error")
 
 
 class Timing(BaseModel):
@@ -49,6 +54,22 @@ class TrialResult(BaseModel):
         """One line for the terminal."""
         head = f"trial {self.number}{' (defaults)' if self.defaults else ''}: {self.outcome}"
         if self.feasible:
-            return (f"{head}, ${self.cost_per_m_output_tokens:.4g}/M output tokens at load "
+            return (f"{head}, {money(self.cost_per_m_output_tokens)}/M output tokens at load "
                     f"{self.max_load:.3g}")
         return f"{head}: {self.detail}"[:200]
+
+
+def ranked(results: list[TrialResult]) -> list[TrialResult]:
+    """The trials that met the SLOs, cheapest first."""
+    return sorted((r for r in results if r.feasible),
+                  key=lambda r: r.cost_per_m_output_tokens or float("inf"))
+
+
+def defaults_trial(results: list[TrialResult]) -> TrialResult | None:
+    """The trial of the engine's defaults, whatever its outcome."""
+    return next((r for r in results if r.defaults), None)
+
+
+def cheapest(results: list[TrialResult]) -> TrialResult | None:
+    """The cheapest trial that met the SLOs (it may be the defaults)."""
+    return next(iter(ranked(results)), None)

@@ -3,13 +3,12 @@
 Each candidate runs at the load its capacity search found, on the same seeded requests (one
 epoch per repeat, shared by every candidate), and the candidates take turns within each
 repeat so that drift on the machine hits all of them. Costs get bootstrap intervals over
-restarts and requests (:mod:`tuner.stats`); the records of every run are kept, so intervals
-can be rebuilt later from the files alone.
+restarts and requests (:mod:`tuner.metrics.bootstrap`); the records of every run are kept, so
+intervals can be rebuilt later from the files alone.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from dataclasses import dataclass
@@ -19,13 +18,20 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from tuner.errors import EngineStartError
-from tuner.loadgen.records import RequestRecord, read_records_csv, write_records_csv
+from tuner.launch.base import EngineHandle
+from tuner.loadgen.records import RequestRecord, read_records_csv
+from tuner.metrics.bootstrap import (
+    Interval,
+    RunTokens,
+    cost_samples,
+    interval,
+    point_cost,
+    ratio_interval,
+)
 from tuner.metrics.figures import measured, window_ns
-from tuner.metrics.summary import RunSummary
-from tuner.search.outcome import Timing, TrialResult
-from tuner.search.trial import TrialContext
-from tuner.stats import Interval, RunTokens, cost_samples, interval, point_cost, ratio_interval
+from tuner.metrics.run_summary import RunSummary
+from tuner.search.outcome import Timing, TrialResult, defaults_trial, ranked
+from tuner.search.trial import TrialContext, classify_failure, crash_failure
 
 log = logging.getLogger(__name__)
 
@@ -82,11 +88,9 @@ class RemeasureOutcome(BaseModel):
 
 def pick_candidates(results: list[TrialResult], top: int) -> list[TrialResult]:
     """The defaults (when they met the SLOs) and the ``top`` cheapest other configurations."""
-    feasible = sorted((r for r in results if r.feasible),
-                      key=lambda r: r.cost_per_m_output_tokens or float("inf"))
-    picked = [r for r in feasible if not r.defaults][:top]
-    defaults = next((r for r in results if r.defaults and r.feasible), None)
-    return ([defaults] if defaults else []) + picked
+    defaults = defaults_trial(results)
+    picked = [r for r in ranked(results) if not r.defaults][:top]
+    return ([defaults] if defaults and defaults.feasible else []) + picked
 
 
 def run_tokens(records: list[RequestRecord]) -> RunTokens:
@@ -109,45 +113,39 @@ def measure_interleaved(cands: list[Candidate], *, repeats: int, duration_s: flo
 
 def _measure_once(cand: Candidate, rep: int, duration_s: float | None, timing: Timing
                   ) -> MeasuredRun:
+    """One fresh start of one candidate; a failure is the run's ``failure``, never raised."""
     ctx, trial = cand.ctx, cand.trial
     assert trial.max_load is not None
-    price = ctx.workload.cost.usd_per_hour * (trial.accelerators
-                                              if ctx.workload.cost.per_accelerator else 1)
     run = MeasuredRun(engine=cand.engine, trial=trial.number, defaults=trial.defaults,
-                      repeat=rep, load=trial.max_load, usd_per_hour=price)
+                      repeat=rep, load=trial.max_load,
+                      usd_per_hour=ctx.workload.cost.usd_per_hour_for(trial.accelerators))
     ctx.progress.status("trial", f"re-measuring {cand.engine} trial {trial.number} on a fresh "
                         f"start (repeat {rep + 1})")
     tag = f"remeasure-{trial.number:03d}-{rep}"
-    lease = ctx.devices(trial.accelerators)
-    handle = ctx.start(trial.config, tag, defaults=trial.defaults,
-                       devices=lease.devices if lease else [])
+    handle: EngineHandle | None = None
     try:
-        timing.startup_s += ctx.ready(handle)
-        t_m = time.monotonic()
-        ctx.progress.status("phase", f"measuring at load {trial.max_load:.3g}")
-        summary, records = asyncio.run(_once(ctx, handle, trial, rep, duration_s))
-        timing.measure_s += time.monotonic() - t_m
-        path = ctx.run_dir / "records" / f"{tag}.csv"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_records_csv(records, path)
-        run.summary, run.records_path = summary, str(path)
-    except EngineStartError as exc:
-        run.failure = f"{exc.outcome}: {exc}"
-    finally:
-        t_d = time.monotonic()
-        ctx.stop(handle)
-        if lease is not None:
-            lease.release()
-        timing.teardown_s += time.monotonic() - t_d
+        with ctx.engine(trial.config, tag, defaults=trial.defaults,
+                        accelerators=trial.accelerators, timing=timing) as handle:
+            t_ready = time.monotonic()
+            try:
+                ctx.measurer.wait_ready(handle)
+            finally:
+                timing.startup_s += time.monotonic() - t_ready
+            t_measure = time.monotonic()
+            try:
+                summary, records = ctx.measurer.run_at(
+                    handle, trial.accelerators, trial.max_load, epoch=EPOCH_BASE + rep,
+                    duration_s=duration_s or ctx.workload.capacity.step_duration_s)
+            finally:
+                timing.measure_s += time.monotonic() - t_measure
+            run.summary, run.records_path = summary, ctx.write_records(records, tag)
+            if handle.exit_code() is not None:
+                failed = crash_failure(handle, ctx.spec)
+                run.failure = f"{failed.outcome}: {failed.detail}"
+    except Exception as exc:  # a failed run is recorded; interrupts are BaseException and pass
+        failed = classify_failure(exc, handle, ctx.spec)
+        run.failure = f"{failed.outcome}: {failed.detail}"
     return run
-
-
-async def _once(ctx: TrialContext, handle: Any, trial: TrialResult, rep: int,
-                duration_s: float | None) -> tuple[RunSummary, list[RequestRecord]]:
-    bench = await ctx.bench(handle, trial.accelerators)
-    summary = await bench.once(trial.max_load, epoch=EPOCH_BASE + rep,
-                               duration_s=duration_s or ctx.workload.capacity.step_duration_s)
-    return summary, bench.records
 
 
 def cost_of(runs: list[MeasuredRun], seed: int) -> tuple[Interval | None, np.ndarray]:

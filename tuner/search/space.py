@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import optuna
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 from simpleeval import EvalWithCompoundTypes
 
-from tuner.config import StrictModel, describe_validation_error, load_yaml
 from tuner.engines.model_info import ModelInfo
 from tuner.engines.spec import (
     Device,
@@ -30,6 +29,7 @@ from tuner.engines.spec import (
 )
 from tuner.errors import ConfigError
 from tuner.hardware import Hardware
+from tuner.validation import StrictModel, load_yaml, validate
 
 
 class _Knob(StrictModel):
@@ -152,15 +152,30 @@ class SearchSpace(StrictModel):
         """Define-by-run sampling in file order; ``when`` sees the knobs sampled so far."""
         config: dict[str, Any] = {}
         for name, knob in self.knobs.items():
-            if knob.when is not None and not EvalWithCompoundTypes(names=config).eval(knob.when):
+            if knob.when is not None and not _holds(knob.when, config):
                 continue
             config[name] = knob.suggest(trial, name)
         return config
 
-    def clamp_defaults(self, defaults: dict[str, Any]) -> dict[str, Any]:
-        """The engine defaults as Optuna params (only knobs in this space, values it holds)."""
+    def legal_defaults(self, defaults: dict[str, Any]) -> dict[str, Any]:
+        """The engine defaults that are points of this space (and whose ``when`` holds over
+        the defaults): what the defaults trial tells Optuna. A default outside the space, or
+        ``None`` ("the engine decides"), is not a point Optuna could have chosen."""
         return {k: v for k, v in defaults.items() if k in self.knobs
-                and self.knobs[k].contains(v)}
+                and self.knobs[k].contains(v)
+                and (self.knobs[k].when is None or _holds(self.knobs[k].when, defaults))}
+
+    def tell_defaults(self, trial: optuna.Trial, defaults: dict[str, Any]) -> dict[str, Any]:
+        """Set on ``trial`` exactly the legal defaults (enqueued, so Optuna samples nothing)."""
+        return {name: self.knobs[name].suggest(trial, name)
+                for name in self.legal_defaults(defaults)}
+
+
+def _holds(condition: str | None, names: dict[str, Any]) -> bool:
+    try:
+        return bool(EvalWithCompoundTypes(names=names).eval(condition))
+    except TypeError:
+        return False  # a condition over a knob the engine decides (None) does not hold
 
 
 def load_search_space(path_or_engine: str | Path, root: Path | None = None) -> SearchSpace:
@@ -170,7 +185,4 @@ def load_search_space(path_or_engine: str | Path, root: Path | None = None) -> S
         if not path.is_file():
             raise ConfigError(f"no search space for engine {str(path_or_engine)!r}; give "
                               f"--search-space FILE or add {path}")
-    try:
-        return SearchSpace.model_validate(load_yaml(path))
-    except ValidationError as exc:
-        raise ConfigError(describe_validation_error(exc, str(path))) from exc
+    return validate(SearchSpace, load_yaml(path), str(path))

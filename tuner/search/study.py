@@ -21,10 +21,11 @@ import optuna
 from optuna.trial import TrialState
 
 from tuner.errors import StudyError
-from tuner.search.config import TuneConfig
-from tuner.search.outcome import TrialResult
+from tuner.metrics.cost import money
+from tuner.search.outcome import TrialResult, ranked
+from tuner.search.study_config import StudyConfig
+from tuner.search.tracker import Tracker
 from tuner.search.trial import TrialContext, constraint_values, run_trial
-from tuner.tracking.base import Tracker
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +40,10 @@ class StudyProgress:
 
     @property
     def feasible(self) -> list[TrialResult]:
-        return sorted((r for r in self.results if r.feasible),
-                      key=lambda r: r.cost_per_m_output_tokens or FAILED_COST)
+        return ranked(self.results)
 
 
-def open_study(cfg: TuneConfig) -> optuna.Study:
+def open_study(cfg: StudyConfig) -> optuna.Study:
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sampler = optuna.samplers.TPESampler(seed=cfg.seed, n_startup_trials=min(5, cfg.trials))
@@ -54,13 +54,13 @@ def open_study(cfg: TuneConfig) -> optuna.Study:
         raise StudyError(f"cannot open study storage {cfg.storage_url}: {exc}") from exc
 
 
-def _results_dir(cfg: TuneConfig) -> Path:
+def _results_dir(cfg: StudyConfig) -> Path:
     path = cfg.run_dir / "trials"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def load_results(cfg: TuneConfig, study: optuna.Study) -> list[TrialResult]:
+def load_results(cfg: StudyConfig, study: optuna.Study) -> list[TrialResult]:
     """Results of the finished trials of earlier runs of this study."""
     out = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
@@ -89,15 +89,14 @@ def enqueue_first(study: optuna.Study, defaults: dict[str, object],
         study.enqueue_trial(config, user_attrs={"enqueued": config}, skip_if_exists=True)
 
 
-def run_search(cfg: TuneConfig, ctx: TrialContext, tracker: Tracker,
+def run_search(cfg: StudyConfig, ctx: TrialContext, tracker: Tracker,
                state: StudyProgress) -> optuna.Study:
     study = open_study(cfg)
     stale = recover(study)
     if stale:
         log.info("marked %d trial(s) of an interrupted run as failed", stale)
     state.results = load_results(cfg, study)
-    defaults = ctx.space.clamp_defaults(ctx.spec.defaults(ctx.hardware.device))
-    enqueue_first(study, defaults, cfg.enqueue)
+    enqueue_first(study, ctx.space.legal_defaults(ctx.defaults_config()), cfg.enqueue)
     search = _Search(cfg, ctx, tracker, state, study)
     if cfg.parallel <= 1:
         search.worker(0)
@@ -118,7 +117,7 @@ def run_search(cfg: TuneConfig, ctx: TrialContext, tracker: Tracker,
 class _Search:
     """Ask, run, tell; shared by the workers of a parallel study (ask/tell under a lock)."""
 
-    def __init__(self, cfg: TuneConfig, ctx: TrialContext, tracker: Tracker,
+    def __init__(self, cfg: StudyConfig, ctx: TrialContext, tracker: Tracker,
                  state: StudyProgress, study: optuna.Study) -> None:
         self.cfg, self.ctx, self.tracker, self.state, self.study = cfg, ctx, tracker, state, study
         self.deadline = (None if cfg.time_budget_s is None
@@ -142,10 +141,13 @@ class _Search:
                 return None
             trial = self.study.ask()
             is_default = bool(trial.user_attrs.get("defaults"))
-            config = self.ctx.space.sample(trial)
-            # Enqueued knobs outside the search space still go to the engine.
-            config.update({k: v for k, v in trial.user_attrs.get("enqueued", {}).items()
-                           if k not in config and k in self.ctx.spec.knobs})
+            if is_default:  # Optuna is told only the defaults that are points of the space
+                config = self.ctx.space.tell_defaults(trial, self.ctx.defaults_config())
+            else:
+                config = self.ctx.space.sample(trial)
+                # Enqueued knobs outside the search space still go to the engine.
+                config.update({k: v for k, v in trial.user_attrs.get("enqueued", {}).items()
+                               if k not in config and k in self.ctx.spec.knobs})
             self.running += 1
             self.ctx.progress.status(
                 "trial", f"{self.launched() + self.running} of {cfg.trials} (optuna "
@@ -184,7 +186,7 @@ class _Search:
         self.ctx.progress.note(result.line())
         best = self.state.feasible[:1]
         if best:
-            self.ctx.progress.status("best", f"${best[0].cost_per_m_output_tokens:.4g}/M "
+            self.ctx.progress.status("best", f"{money(best[0].cost_per_m_output_tokens)}/M "
                                      f"output tokens (trial {best[0].number})")
 
 

@@ -1,37 +1,37 @@
 """One trial: check the rules, launch the engine, wait for it, search its capacity, stop it.
 
-A configuration that breaks a known rule is never launched. Every launched
-engine is stopped, whatever happens. Failures become outcomes, not exceptions;
-only an interrupt (Ctrl-C, SIGTERM) propagates, after teardown.
+One trial is one outcome, always. A configuration that breaks a known rule is never
+launched. Start, readiness, probe and measurement failures become the trial's outcome class;
+only an interrupt (Ctrl-C, SIGTERM) propagates. The GPU lease and the engine are released on
+every path (:meth:`TrialContext.engine`), for trials and re-measurements alike.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import SecretStr
 
-from tuner.bench import Bench, open_bench
 from tuner.engines.model_info import ModelInfo
 from tuner.engines.rules import broken_rules, rule_names
 from tuner.engines.spec import EngineSpec
-from tuner.errors import EngineCrashed, EngineStartError
+from tuner.errors import EndpointError, EngineCrashed, EngineStartError
 from tuner.hardware import Hardware
 from tuner.launch.base import EngineHandle, Launcher, LaunchRequest
 from tuner.launch.classify import classify_log
-from tuner.launch.gpus import GpuLease, GpuPool
-from tuner.launch.readiness import wait_ready
-from tuner.loadgen.records import write_records_csv
-from tuner.metrics.summary import RunSummary
-from tuner.progress import Progress
-from tuner.search.capacity import CapacityResult
-from tuner.search.outcome import Timing, TrialResult
+from tuner.launch.gpus import GpuPool
+from tuner.loadgen.progress import Progress
+from tuner.loadgen.records import RequestRecord, write_records_csv
+from tuner.metrics.run_summary import RunSummary
+from tuner.search.measurer import Measurer
+from tuner.search.outcome import Outcome, Timing, TrialResult
 from tuner.search.space import SearchSpace
 from tuner.workload.models import Workload
 
@@ -50,9 +50,9 @@ class TrialContext:
     model_ref: str
     served_name: str
     launcher: Launcher
+    measurer: Measurer
     run_dir: Path
     progress: Progress
-    startup_timeout_s: float | None = None
     secret_env: dict[str, SecretStr] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     gpu_pool: GpuPool | None = None
@@ -65,21 +65,36 @@ class TrialContext:
         return [f"{r.name}: {r.message}" for r in
                 broken_rules(self.spec.rules + self.space.constraints, names)]
 
-    def devices(self, count: int) -> GpuLease | None:
-        """A lease on ``count`` GPUs of this host (None on CPU); waits for free ones."""
-        return None if self.gpu_pool is None else self.gpu_pool.acquire(count)
+    def defaults_config(self) -> dict[str, Any]:
+        """What the defaults trial runs: each knob's engine default on this device (None: the
+        engine decides). The engine itself is started with no knob set."""
+        return self.spec.defaults(self.hardware.device)
 
-    def start(self, config: dict[str, Any], tag: str, *, defaults: bool,
-              devices: list[int] | None = None) -> EngineHandle:
-        request = LaunchRequest(
-            spec=self.spec, config={} if defaults else config, model=self.model_ref,
-            served_name=self.served_name, log_path=self.run_dir / "logs" / f"{tag}.log",
-            labels={**self.labels, "tuner.trial": tag}, secret_env=self.secret_env,
-            devices=devices or [], cache_dir=None)
-        handle = self.launcher.start(request)
-        with self._lock:
-            self.live.add(handle)
-        return handle
+    @contextmanager
+    def engine(self, config: dict[str, Any], tag: str, *, defaults: bool, accelerators: int,
+               timing: Timing) -> Iterator[EngineHandle]:
+        """Lease GPUs, start the engine; on the way out, however it is left, stop the engine
+        and release the lease (the stop's seconds go to ``timing.teardown_s``)."""
+        lease = None if self.gpu_pool is None else self.gpu_pool.acquire(accelerators)
+        try:
+            request = LaunchRequest(
+                spec=self.spec, config={} if defaults else config, model=self.model_ref,
+                served_name=self.served_name, log_path=self.run_dir / "logs" / f"{tag}.log",
+                labels={**self.labels, "tuner.trial": tag}, secret_env=self.secret_env,
+                devices=lease.devices if lease else [])
+            handle = self.launcher.start(request)
+            with self._lock:
+                self.live.add(handle)
+            try:
+                yield handle
+            finally:
+                t_down = time.monotonic()
+                self.progress.status("phase", "stopping engine")
+                self.stop(handle)
+                timing.teardown_s += time.monotonic() - t_down
+        finally:
+            if lease is not None:
+                lease.release()
 
     def stop(self, handle: EngineHandle) -> None:
         handle.stop()
@@ -93,31 +108,48 @@ class TrialContext:
         for handle in handles:
             self.stop(handle)
 
-    def ready(self, handle: EngineHandle) -> float:
-        self.progress.status("phase", "starting engine")
-        return wait_ready(handle, self.spec, self.served_name, timeout_s=self.startup_timeout_s,
-                          on_wait=lambda s: self.progress.status(
-                              "phase", f"starting engine ({s:.0f}s)"))
-
-    async def bench(self, handle: EngineHandle, accelerators: int) -> Bench:
-        return await open_bench(self.workload, handle.base_url, tokenizer=self.workload.tokenizer
-                                or Path(self.model.path), metrics_url=handle.metrics_url,
-                                accelerators=accelerators,
-                                force_lengths=self.spec.forces_output_length,
-                                progress=self.progress)
+    def write_records(self, records: list[RequestRecord], tag: str) -> str:
+        path = self.run_dir / "records" / f"{tag}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_records_csv(records, path)
+        return str(path)
 
 
-def _crash_outcome(handle: EngineHandle, spec: EngineSpec) -> tuple[str, str]:
+@dataclass(frozen=True)
+class Failure:
+    """Why a launched engine gave no result: its outcome class, a line, the log's tail."""
+
+    outcome: Outcome
+    detail: str
+    log_tail: str | None = None
+
+
+def classify_failure(exc: Exception, handle: EngineHandle | None, spec: EngineSpec) -> Failure:
+    """The outcome of a trial (or re-measurement) that raised ``exc``."""
+    if isinstance(exc, EngineStartError):
+        return Failure(cast(Outcome, exc.outcome), str(exc), exc.log_tail or None)
+    if isinstance(exc, EngineCrashed) and handle is not None:
+        return crash_failure(handle, spec)
+    if isinstance(exc, EndpointError):
+        return Failure("probe_failed", f"the engine started but {exc}",
+                       handle.log_tail() if handle else None)
+    log.debug("trial failed", exc_info=exc)
+    return Failure("error", f"{type(exc).__name__}: {exc}"[:500],
+                   handle.log_tail() if handle else None)
+
+
+def crash_failure(handle: EngineHandle, spec: EngineSpec) -> Failure:
     _, evidence = classify_log(handle.log_text(), spec.failures, handle.exit_code())
-    return "crashed_during_load", f"engine exited with code {handle.exit_code()} under load " \
-        f"({evidence})"
+    return Failure("crashed_during_load", f"engine exited with code {handle.exit_code()} under "
+                   f"load ({evidence})", handle.log_tail())
 
 
 def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, defaults: bool
               ) -> TrialResult:
     t0 = time.monotonic()
-    result = TrialResult(number=number, config=config, defaults=defaults, outcome="ok",
-                         accelerators=ctx.spec.accelerators_used(config))
+    recorded = ctx.defaults_config() if defaults else config
+    result = TrialResult(number=number, config=recorded, defaults=defaults, outcome="ok",
+                         accelerators=ctx.spec.accelerators_used(recorded))
     broken = [] if defaults else ctx.check_rules(config)
     if broken:
         result.outcome, result.rejected_before_launch = "invalid_config", True
@@ -125,75 +157,46 @@ def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, default
         result.timing = Timing(wall_s=time.monotonic() - t0)
         return result
     tag = f"trial-{number:03d}"
-    lease = ctx.devices(result.accelerators)
-    try:
-        return _launched_trial(ctx, result, tag, defaults, lease.devices if lease else [], t0)
-    finally:
-        if lease is not None:
-            lease.release()
-
-
-def _launched_trial(ctx: TrialContext, result: TrialResult, tag: str, defaults: bool,
-                    devices: list[int], t0: float) -> TrialResult:
-    config = result.config
-    handle = ctx.start(config, tag, defaults=defaults, devices=devices)
-    result.command, result.launch = handle.rendered.command_line(), handle.describe()
-    result.log_path = str(handle.log_path)
     timing = Timing()
+    handle: EngineHandle | None = None
     try:
-        try:
-            timing.startup_s = ctx.ready(handle)
-        except EngineStartError as exc:
-            result.outcome, result.detail = exc.outcome, str(exc)  # type: ignore[assignment]  # the launcher's classes are Outcome values
-            result.log_tail = exc.log_tail
-            timing.startup_s = time.monotonic() - t0
-            return result
-        t_measure = time.monotonic()
-        try:
-            capacity, bench = asyncio.run(_measure(ctx, handle, result.accelerators))
-        except EngineCrashed:
-            result.outcome, result.detail = _crash_outcome(handle, ctx.spec)  # type: ignore[assignment]  # a literal Outcome
-            result.log_tail = handle.log_tail()
-            return result
-        finally:
-            timing.measure_s = time.monotonic() - t_measure
-        records_path = ctx.run_dir / "records" / f"{tag}.csv"
-        records_path.parent.mkdir(parents=True, exist_ok=True)
-        write_records_csv(bench.records, records_path)
-        result.records_path = str(records_path)
-        result.capacity, result.best = capacity, capacity.best
-        if handle.exit_code() is not None:
-            result.outcome, result.detail = _crash_outcome(handle, ctx.spec)  # type: ignore[assignment]  # a literal Outcome
-            result.log_tail = handle.log_tail()
-        elif capacity.best is None:
-            result.outcome = "slo_infeasible"
-            lowest = min(capacity.steps, key=lambda s: s.load) if capacity.steps else None
-            result.detail = ("no load met the SLOs" if lowest is None else
-                             f"no load met the SLOs (at load {lowest.load:.3g}: "
-                             f"{', '.join(lowest.slo.failed()) or lowest.stopped_early})")
-        else:
-            result.cost_per_m_output_tokens = capacity.best.cost_per_m_output_tokens
-            result.max_load = capacity.best.load
-            result.accelerators = capacity.best.accelerators
-        return result
-    finally:
-        t_down = time.monotonic()
-        ctx.progress.status("phase", "stopping engine")
-        ctx.stop(handle)
-        timing.teardown_s = time.monotonic() - t_down
-        timing.wall_s = time.monotonic() - t0
-        result.timing = timing
-
-
-async def _measure(ctx: TrialContext, handle: EngineHandle, accelerators: int
-                   ) -> tuple[CapacityResult, Bench]:
-    bench = await ctx.bench(handle, accelerators)
-
-    def alive() -> None:
-        if handle.exit_code() is not None:
-            raise EngineCrashed(f"engine exited with code {handle.exit_code()}")
-
-    return await bench.capacity(before_step=alive), bench
+        with ctx.engine(config, tag, defaults=defaults, accelerators=result.accelerators,
+                        timing=timing) as handle:
+            result.command, result.launch = handle.rendered.command_line(), handle.describe()
+            result.log_path = str(handle.log_path)
+            t_ready = time.monotonic()
+            try:
+                ctx.measurer.wait_ready(handle)
+            finally:
+                timing.startup_s = time.monotonic() - t_ready
+            t_measure = time.monotonic()
+            try:
+                capacity, records = ctx.measurer.capacity(handle, result.accelerators)
+            finally:
+                timing.measure_s = time.monotonic() - t_measure
+            result.records_path = ctx.write_records(records, tag)
+            result.capacity, result.best = capacity, capacity.best
+            if handle.exit_code() is not None:
+                failed = crash_failure(handle, ctx.spec)
+                result.outcome, result.detail, result.log_tail = (failed.outcome, failed.detail,
+                                                                  failed.log_tail)
+            elif capacity.best is None:
+                result.outcome = "slo_infeasible"
+                lowest = min(capacity.steps, key=lambda s: s.load) if capacity.steps else None
+                result.detail = ("no load met the SLOs" if lowest is None else
+                                 f"no load met the SLOs (at load {lowest.load:.3g}: "
+                                 f"{', '.join(lowest.slo.failed()) or lowest.stopped_early})")
+            else:
+                result.cost_per_m_output_tokens = capacity.best.cost_per_m_output_tokens
+                result.max_load = capacity.best.load
+                result.accelerators = capacity.best.accelerators
+    except Exception as exc:  # one trial = one outcome; interrupts are BaseException and pass
+        failed = classify_failure(exc, handle, ctx.spec)
+        result.outcome, result.detail, result.log_tail = (failed.outcome, failed.detail,
+                                                          failed.log_tail)
+    timing.wall_s = time.monotonic() - t0
+    result.timing = timing
+    return result
 
 
 def constraint_values(result: TrialResult, slo_ttft: float, slo_itl: float,

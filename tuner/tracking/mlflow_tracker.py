@@ -12,6 +12,7 @@ import logging
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
@@ -19,11 +20,19 @@ from mlflow.tracking import MlflowClient
 
 from tuner.errors import StudyError
 from tuner.search.outcome import TrialResult
-from tuner.tracking.base import flat_params
 
 log = logging.getLogger(__name__)
 
 PARAM_LIMIT = 6000
+
+
+ENGINE_DECIDES = "(engine decides)"
+
+
+def flat_params(config: dict[str, Any], prefix: str = "knob.") -> dict[str, str]:
+    """Knobs as MLflow params; ``None`` (a default the engine picks itself) says so."""
+    return {f"{prefix}{k}": ENGINE_DECIDES if v is None else str(v)
+            for k, v in sorted(config.items())}
 
 
 def _param(key: str, value: object) -> Param:

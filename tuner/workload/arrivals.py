@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from tuner.config import StrictModel
+from tuner.validation import StrictModel
 
 NS = 1_000_000_000
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from tuner.config import describe_validation_error, load_yaml
 from tuner.errors import ConfigError
+from tuner.validation import load_yaml, validate
 from tuner.workload.models import Workload
 
 
@@ -17,7 +16,12 @@ def load_workload(path: Path) -> Workload:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a workload is a YAML mapping with keys model, classes, "
                           "arrival, stop, slo and cost")
+    return validate(Workload, data, str(path), context={"base_dir": path.parent})
+
+
+def workload_sha256(path: Path) -> str | None:
+    """The workload file's hash, recorded with every result measured on it."""
     try:
-        return Workload.model_validate(data, context={"base_dir": path.parent})
-    except ValidationError as exc:
-        raise ConfigError(describe_validation_error(exc, str(path))) from exc
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from tuner.config import StrictModel
+from tuner.validation import StrictModel
 from tuner.workload.arrivals import ArrivalProcess, TraceArrivals
 from tuner.workload.lengths import LengthDist
 
@@ -75,6 +75,10 @@ class Cost(StrictModel):
         default=True,
         description="multiply by the accelerators a configuration uses (tensor x pipeline x data)",
     )
+
+    def usd_per_hour_for(self, accelerators: int) -> float:
+        """What an hour of a configuration using ``accelerators`` costs."""
+        return self.usd_per_hour * (accelerators if self.per_accelerator else 1)
 
 
 class CapacitySearch(StrictModel):

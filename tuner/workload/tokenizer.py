@@ -1,46 +1,31 @@
 """Find and load the served model's tokenizer, locally only.
 
 Order: an explicit folder (or tokenizer.json), the model name as a local folder, the
-models ``tune make-model`` made (``$TUNER_CACHE_DIR/models/<name>``), then the local
+models ``tune make-model`` made (``models_dir/<name>``, given by the caller), then the local
 Hugging Face cache (``$HF_HUB_CACHE``, ``$HF_HOME/hub`` or
 ``~/.cache/huggingface/hub``). Nothing is downloaded.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from tokenizers import Tokenizer
 
 from tuner.errors import ConfigError
-from tuner.settings import Settings
-
-DEFAULT_HF_HOME = Path.home() / ".cache" / "huggingface"
+from tuner.settings import hf_cache_dirs
 
 
-def hf_home() -> Path:
-    """The Hugging Face home folder (``$HF_HOME``, else ``~/.cache/huggingface``)."""
-    return Path(os.environ.get("HF_HOME") or DEFAULT_HF_HOME)
-
-
-def hf_cache_dirs() -> list[Path]:
-    """Where hub downloads may be: $HF_HUB_CACHE, $HF_HOME/hub, then the default."""
-    dirs = [Path(os.environ["HF_HUB_CACHE"])] if os.environ.get("HF_HUB_CACHE") else []
-    for hub in (hf_home() / "hub", DEFAULT_HF_HOME / "hub"):
-        if hub not in dirs:
-            dirs.append(hub)
-    return dirs
-
-
-def find_tokenizer_file(model: str, explicit: Path | None = None) -> Path:
+def find_tokenizer_file(model: str, explicit: Path | None = None,
+                        models_dir: Path | None = None) -> Path:
     """The tokenizer.json for ``model``; ConfigError naming what was tried when absent."""
     tried: list[str] = []
     candidates: list[Path] = []
     if explicit is not None:
         candidates.append(explicit if explicit.suffix == ".json" else explicit / "tokenizer.json")
     candidates.append(Path(model) / "tokenizer.json")
-    candidates.append(Settings().cache_dir / "models" / model / "tokenizer.json")
+    if models_dir is not None:
+        candidates.append(models_dir / model / "tokenizer.json")
     if "/" in model and not Path(model).exists():
         repo = "models--" + model.replace("/", "--")
         for cache in hf_cache_dirs():
@@ -58,8 +43,9 @@ def find_tokenizer_file(model: str, explicit: Path | None = None) -> Path:
     )
 
 
-def load_tokenizer(model: str, explicit: Path | None = None) -> Tokenizer:
-    path = find_tokenizer_file(model, explicit)
+def load_tokenizer(model: str, explicit: Path | None = None,
+                   models_dir: Path | None = None) -> Tokenizer:
+    path = find_tokenizer_file(model, explicit, models_dir)
     try:
         return Tokenizer.from_file(str(path))
     except Exception as exc:  # tokenizers raises bare Exception on bad files

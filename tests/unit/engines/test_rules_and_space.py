@@ -76,7 +76,7 @@ def test_conditional_knob_is_sampled_only_when_its_condition_holds() -> None:
 def test_engine_defaults_are_inside_the_space() -> None:
     space = load_search_space("vllm").for_host(CPU, MODEL)
     defaults = SPEC.defaults("cpu")
-    clamped = space.clamp_defaults(defaults)
+    clamped = space.legal_defaults(defaults)
     assert set(clamped) == set(space.knobs)
 
 

@@ -7,7 +7,13 @@ from pathlib import Path
 import numpy as np
 
 from tuner.loadgen.records import RequestRecord, write_records_csv
-from tuner.report.comparison import Comparison, TrialPoint, engine_deltas, engine_result, verdict
+from tuner.report.comparison import (
+    Comparison,
+    TrialPoint,
+    comparison_verdict,
+    engine_deltas,
+    engine_result,
+)
 from tuner.report.document import html_page, markdown
 from tuner.report.plots import all_plots, pareto
 from tuner.search.outcome import TrialResult
@@ -63,7 +69,7 @@ def test_tuning_and_engine_deltas_and_verdict(tmp_path: Path) -> None:
     tuned = next(d for d in deltas if d.kind == "tuned")
     assert tuned.best == "a"
     assert 1.05 < tuned.ratio.value < 1.15
-    text = verdict([a, b], deltas)
+    text = comparison_verdict([a, b], deltas)
     assert text.startswith("tuning A saved 2.00x") or text.startswith("tuning A saved 1.9")
     assert text.endswith("tune before you switch")
 
@@ -75,7 +81,7 @@ def test_overlapping_engines_call_no_winner(tmp_path: Path) -> None:
     b, sb = engine_result("b", "B", "1", "s", [], {"tuned": trial(1, False, 1.0)}, runs, 0)
     deltas = engine_deltas([a, b], {"a": sa, "b": sb})
     assert not deltas[0].winner_called
-    assert "no winner can be called" in verdict([a, b], deltas)
+    assert "no winner can be called" in comparison_verdict([a, b], deltas)
 
 
 def test_defaults_that_stay_cheapest_are_not_called_a_saving(tmp_path: Path) -> None:
@@ -85,7 +91,7 @@ def test_defaults_that_stay_cheapest_are_not_called_a_saving(tmp_path: Path) -> 
     pick = {"defaults": trial(0, True, 1.0), "tuned": trial(0, True, 1.0)}
     a, sa = engine_result("a", "A", "1", "s", [trial(0, True, 1.0)], pick, runs, 0)
     b, sb = engine_result("b", "B", "1", "s", [trial(0, True, 2.0)], pick, runs, 0)
-    text = verdict([a, b], engine_deltas([a, b], {"a": sa, "b": sb}))
+    text = comparison_verdict([a, b], engine_deltas([a, b], {"a": sa, "b": sb}))
     assert text.startswith("tuning found nothing cheaper than the defaults of A or B")
     assert "saved" not in text
     assert text.endswith("switching engines pays more than tuning")

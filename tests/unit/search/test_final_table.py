@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from tuner.metrics.bootstrap import Interval
+from tuner.report.study_report import final_table
 from tuner.search.remeasure import Remeasured, RemeasureOutcome
-from tuner.search.summary import StudySummary, final_table
-from tuner.stats import Interval
+from tuner.search.study_summary import StudySummary
 
 
 def _remeasured(trial: int, defaults: bool) -> Remeasured:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel
 
+from tuner.metrics.cost import cost_per_million
+
 
 class Interval(BaseModel):
     """A point estimate with a (1 - alpha) bootstrap percentile interval."""
@@ -23,9 +25,6 @@ class Interval(BaseModel):
     low: float
     high: float
     level: float = 0.95
-
-    def overlaps(self, other: Interval) -> bool:
-        return self.low <= other.high and other.low <= self.high
 
     def text(self, fmt: str = "{:.3g}") -> str:
         return f"{fmt.format(self.value)} ({fmt.format(self.low)}-{fmt.format(self.high)})"
@@ -55,15 +54,15 @@ def cost_samples(runs: Sequence[RunTokens], usd_per_hour: float, n: int = 2000,
             run = usable[j]
             tokens += float(rng.choice(run.tokens, size=len(run.tokens), replace=True).sum())
             window += run.window_s
-        out[i] = usd_per_hour / 3600.0 / (tokens / window) * 1e6 if tokens > 0 else np.nan
+        out[i] = cost_per_million(usd_per_hour, tokens / window) or np.nan
     return out
 
 
 def point_cost(runs: Sequence[RunTokens], usd_per_hour: float) -> float:
     tokens = sum(float(r.tokens.sum()) for r in runs)
     window = sum(r.window_s for r in runs)
-    return usd_per_hour / 3600.0 / (tokens / window) * 1e6 if tokens > 0 and window > 0 \
-        else float("nan")
+    cost = cost_per_million(usd_per_hour, tokens / window) if window > 0 else None
+    return float("nan") if cost is None else cost
 
 
 def interval(point: float, samples: np.ndarray, level: float = 0.95) -> Interval:

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 
-from tuner.metrics.summary import RunSummary
+from tuner.metrics.run_summary import RunSummary
 from tuner.workload.models import CapacitySearch
 
 Step = Callable[[float, int], Awaitable[RunSummary]]

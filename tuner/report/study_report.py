@@ -1,4 +1,4 @@
-"""The end of a study: ``summary.json``, the best config, the terminal table, the plots."""
+"""A study's verdict, its terminal table, its best configuration as YAML and its plots."""
 
 from __future__ import annotations
 
@@ -11,58 +11,26 @@ from typing import Any
 import optuna
 import yaml
 from optuna.trial import TrialState
-from pydantic import BaseModel
 from rich.table import Table
 
+from tuner.metrics.bootstrap import Interval
+from tuner.metrics.cost import money
 from tuner.search.outcome import TrialResult
 from tuner.search.remeasure import Remeasured, RemeasureOutcome
 from tuner.search.study import FAILED_COST
-from tuner.stats import Interval
+from tuner.search.study_summary import StudySummary
 
 log = logging.getLogger(__name__)
 
 
-class TimeSplit(BaseModel):
-    wall_s: float
-    startup_s: float
-    measure_s: float
-    teardown_s: float
-    tuner_s: float
-
-    def shares(self) -> dict[str, float]:
-        w = self.wall_s or 1.0
-        return {"startup": self.startup_s / w, "measurement": self.measure_s / w,
-                "teardown": self.teardown_s / w, "tuner": self.tuner_s / w}
-
-
-class StudySummary(BaseModel):
-    study: str
-    engine: str
-    engine_version: str
-    model: str
-    workload: str
-    workload_sha256: str | None
-    hardware: str
-    tuner_version: str
-    trials: dict[str, int]
-    defaults_trial: TrialResult | None
-    best_trial: TrialResult | None
-    remeasure: RemeasureOutcome | None
-    tuning_delta: Interval | None
-    verdict: str
-    best_config: dict[str, Any] | None
-    best_command: str | None
-    time: TimeSplit
-    time_shares: dict[str, float]
-
-
-def verdict(engine: str, r: RemeasureOutcome | None, defaults: TrialResult | None,
+def study_verdict(engine: str, r: RemeasureOutcome | None, defaults: TrialResult | None,
             best: TrialResult | None) -> str:
     if best is None:
         return f"no configuration of {engine} met the SLOs"
     if defaults is None or not defaults.feasible:
         return (f"{engine}'s defaults met no load within the SLOs; the best configuration "
-                f"(trial {best.number}) costs ${best.cost_per_m_output_tokens:.4g}/M output tokens")
+                f"(trial {best.number}) costs {money(best.cost_per_m_output_tokens)}/M output "
+                "tokens")
     if r is None or r.tuning_delta is None or r.winner is None:
         ratio = (defaults.cost_per_m_output_tokens or 0) / (best.cost_per_m_output_tokens or 1)
         return f"tuning {engine} saved {ratio:.2f}x in the search (not re-measured)"
@@ -80,8 +48,14 @@ def saved_text(engine: str, delta: Interval) -> str:
 
 
 def best_config_yaml(engine: str, winner: Remeasured | None, best: TrialResult | None) -> str:
+    """The chosen configuration; for the defaults, each knob's default (``null``: the engine
+    decides it itself), as the engine ran with none of them set."""
     config = winner.config if winner else (best.config if best else {})
-    return yaml.safe_dump({"engine": engine, "config": config}, sort_keys=True)
+    defaults = winner.defaults if winner else bool(best and best.defaults)
+    note = ("# null: the engine decides this knob itself\n"
+            if any(v is None for v in config.values()) else "")
+    return note + yaml.safe_dump({"engine": engine, "defaults": defaults, "config": config},
+                                 sort_keys=True)
 
 
 def final_table(summary: StudySummary) -> Table:
@@ -102,7 +76,7 @@ def final_table(summary: StudySummary) -> Table:
             load = f"{remeasured.load:.3g}"
             label = f"{label} (trial {remeasured.trial})"
         elif trial is not None and trial.feasible and trial.best is not None:
-            cost = f"${trial.cost_per_m_output_tokens:.4g}"
+            cost = money(trial.cost_per_m_output_tokens)
             ttft = f"{trial.best.ttft_ms.p95:.1f}"
             itl = f"{trial.best.itl_ms.p95:.1f}"
             load = f"{trial.max_load:.3g}"

@@ -7,10 +7,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from tuner.config import StrictModel
+from tuner.validation import StrictModel
 
 
-class TuneConfig(StrictModel):
+class StudyConfig(StrictModel):
     engine: str
     workload: Path
     model: str = Field(description="model folder or Hugging Face id the engine serves")

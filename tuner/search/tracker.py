@@ -1,4 +1,4 @@
-"""The tracking seam: where a study's runs are recorded.
+"""The tracking seam, owned by the study loop that uses it; adapters live in tuner.tracking.
 
 Contract: ``start_study`` once per process (it finds the study's existing record
 when a study resumes), ``log_trial`` once per finished trial, ``finish_study``
@@ -9,7 +9,7 @@ a trial it cannot record after the study started; it logs and goes on.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from tuner.search.outcome import TrialResult
 
@@ -33,7 +33,3 @@ class NullTracker:
     def finish_study(self, metrics: dict[str, float], artifacts: list[tuple[str, Path]],
                      texts: dict[str, str]) -> None:
         pass
-
-
-def flat_params(config: dict[str, Any], prefix: str = "knob.") -> dict[str, str]:
-    return {f"{prefix}{k}": str(v) for k, v in sorted(config.items())}

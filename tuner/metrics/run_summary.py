@@ -6,8 +6,9 @@ from pydantic import BaseModel
 
 from tuner.loadgen.client import ServerCaps
 from tuner.loadgen.runner import RunOutcome
+from tuner.loadgen.scraper import ServerMetrics
 from tuner.metrics import figures as f
-from tuner.metrics.server import ServerMetrics
+from tuner.metrics.cost import cost_per_million
 from tuner.workload.models import Workload
 
 
@@ -60,7 +61,7 @@ class RunSummary(BaseModel):
     error_samples: list[str]
 
 
-def _verdict(w: Workload, s: dict[str, float | None], completed: int) -> SloVerdict:
+def slo_verdict(w: Workload, s: dict[str, float | None], completed: int) -> SloVerdict:
     slo = w.slo
     checks = [
         ("ttft_p95_ms", s["ttft"], slo.ttft_p95_ms),
@@ -86,7 +87,7 @@ def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: 
     ttft, itl, tpot, e2e = (f.dist_ms(f.ttft_ns(recs)), f.dist_ms(f.itl_ns(recs)),
                             f.dist_ms(f.tpot_ns(recs)), f.dist_ms(f.e2e_ns(recs)))
     err = f.error_rate(recs)
-    verdict = _verdict(w, {"ttft": ttft.p95, "itl": itl.p95, "e2e": e2e.p99, "err": err},
+    verdict = slo_verdict(w, {"ttft": ttft.p95, "itl": itl.p95, "e2e": e2e.p99, "err": err},
                        len(ok))
     if outcome.stopped_early:  # the run was cut: it failed whatever the partial figures say
         verdict = SloVerdict(passed=False, checks=verdict.checks)
@@ -96,7 +97,7 @@ def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: 
     def per_s(n: float) -> float:
         return n / window_s if window_s > 0 else 0.0
 
-    price = w.cost.usd_per_hour * (accelerators if w.cost.per_accelerator else 1)
+    price = w.cost.usd_per_hour_for(accelerators)
     sized = [r for r in ok if r.output_tokens is not None]
     prompted = [r for r in ok if r.prompt_tokens is not None]
     offset = caps.chat_template_tokens or 0
@@ -118,8 +119,8 @@ def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: 
         slo=verdict,
         accelerators=accelerators,
         usd_per_hour=price,
-        cost_per_m_output_tokens=f.cost_per_million(price, per_s(out_tokens)),
-        cost_per_m_total_tokens=f.cost_per_million(price, per_s(in_tokens + out_tokens)),
+        cost_per_m_output_tokens=cost_per_million(price, per_s(out_tokens)),
+        cost_per_m_total_tokens=cost_per_million(price, per_s(in_tokens + out_tokens)),
         output_lengths_forced=caps.forces_output_length,
         output_length_match=(sum(r.output_tokens == r.planned_output_tokens for r in sized)
                              / len(sized)) if sized else None,

@@ -1,9 +1,14 @@
-"""Shared pydantic base for every config model: unknown keys are errors."""
+"""Validate input into a config model, or explain what is wrong in one line.
+
+Every config model derives from :class:`StrictModel` (unknown keys are errors); every
+validation of user input goes through :func:`validate`, and every YAML file through
+:func:`load_yaml`, so a mistake is always one ``ConfigError`` line naming the field.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -15,6 +20,18 @@ class StrictModel(BaseModel):
     """Base model that rejects unknown keys and freezes instances."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(model: type[M], data: Any, source: str,
+             context: dict[str, Any] | None = None) -> M:
+    """``model`` from ``data``, or a one-line ConfigError that starts with ``source``."""
+    try:
+        return model.model_validate(data, context=context)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, source)) from exc
 
 
 def describe_validation_error(exc: ValidationError, source: str) -> str:
@@ -48,6 +65,11 @@ def load_yaml(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise ConfigError(f"{path}: file not found") from exc
+    except IsADirectoryError as exc:
+        raise ConfigError(f"{path}: is a folder; give a YAML file") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); give a YAML file "
+                          "saved as UTF-8") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
     try:

@@ -1,4 +1,4 @@
-"""Everything a study needs before its first trial: specs, host, model, launcher, tracking.
+"""The composition root of a study: specs, host, model, launcher, measurer and tracker.
 
 Shared by ``tune`` (one engine) and ``tune compare`` (several). Bad input surfaces here, as
 one-line ConfigErrors, before any engine starts.
@@ -12,7 +12,6 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from tuner import __version__
-from tuner.bench import file_sha256
 from tuner.engines.model_info import ModelInfo, load_model_info
 from tuner.engines.spec import EngineSpec, load_engine_spec
 from tuner.errors import ConfigError
@@ -21,13 +20,14 @@ from tuner.launch.base import Launcher
 from tuner.launch.docker import DockerLauncher
 from tuner.launch.gpus import GpuPool
 from tuner.launch.process import ProcessLauncher
-from tuner.progress import Progress
-from tuner.search.config import TuneConfig
+from tuner.loadgen.progress import Progress
+from tuner.search.measurer import HttpMeasurer
 from tuner.search.space import SearchSpace, load_search_space
+from tuner.search.study_config import StudyConfig
 from tuner.search.trial import TrialContext
 from tuner.settings import Settings
 from tuner.tracking.mlflow_tracker import MlflowTracker
-from tuner.workload.loader import load_workload
+from tuner.workload.loader import load_workload, workload_sha256
 from tuner.workload.models import Workload
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ def engine_version(spec: EngineSpec) -> str:
 
 @dataclass
 class Prepared:
-    cfg: TuneConfig
+    cfg: StudyConfig
     workload: Workload
     spec: EngineSpec
     space: SearchSpace
@@ -58,16 +58,20 @@ class Prepared:
     removed: list[str]
 
     def context(self, progress: Progress) -> TrialContext:
-        hw, settings = self.hardware, self.settings
+        hw, settings, cfg = self.hardware, self.settings, self.cfg
         pool = (GpuPool([g.index for g in hw.gpus], settings.cache_dir / "gpu-locks")
                 if hw.gpus else None)
         secret = {"HF_TOKEN": settings.hf_token} if settings.hf_token else {}
+        measurer = HttpMeasurer(spec=self.spec, workload=self.workload,
+                                served_name=self.served_name, tokenizer=Path(self.model.path),
+                                models_dir=settings.models_dir,
+                                startup_timeout_s=cfg.startup_timeout_s, progress=progress)
         return TrialContext(spec=self.spec, space=self.space, workload=self.workload,
-                            hardware=hw, model=self.model, model_ref=self.cfg.model,
+                            hardware=hw, model=self.model, model_ref=cfg.model,
                             served_name=self.served_name, launcher=self.launcher,
-                            run_dir=self.cfg.run_dir, progress=progress,
-                            startup_timeout_s=self.cfg.startup_timeout_s, secret_env=secret,
-                            labels={"tuner.study": self.cfg.name}, gpu_pool=pool)
+                            measurer=measurer, run_dir=cfg.run_dir, progress=progress,
+                            secret_env=secret, labels={"tuner.study": cfg.name},
+                            gpu_pool=pool)
 
 
 def local_artifacts(uri: str) -> Path | None:
@@ -78,13 +82,25 @@ def local_artifacts(uri: str) -> Path | None:
     return None
 
 
-def make_launcher(cfg: TuneConfig) -> Launcher:
+def make_launcher(cfg: StudyConfig, settings: Settings) -> Launcher:
     if cfg.launcher == "docker":
-        return DockerLauncher(tag=cfg.image_tag, image=cfg.image, network=cfg.network)
+        return DockerLauncher(tag=cfg.image_tag, image=cfg.image, network=cfg.network,
+                              settings=settings)
     return ProcessLauncher()
 
 
-def prepare(cfg: TuneConfig) -> Prepared:
+def host_for(cfg: StudyConfig) -> Hardware:
+    hw = detect(None if cfg.device == "auto" else cfg.device)
+    if cfg.device == "gpu" and not hw.gpus:
+        raise ConfigError("--device gpu: this host has no GPU that nvidia-smi can see; use "
+                          "--device cpu (or auto)")
+    if cfg.parallel > 1 and not hw.gpus:
+        raise ConfigError("--parallel needs GPUs: on a CPU host, trials at once would share cores "
+                          "and measure each other; use --parallel 1")
+    return hw
+
+
+def prepare(cfg: StudyConfig, settings: Settings) -> Prepared:
     workload = load_workload(cfg.workload)
     spec = load_engine_spec(cfg.engine)
     space = load_search_space(cfg.search_space or cfg.engine)
@@ -92,14 +108,11 @@ def prepare(cfg: TuneConfig) -> Prepared:
         raise ConfigError(f"search space is for {space.engine!r}, not {spec.name!r}; pass "
                           "--search-space for this engine")
     space.check_against(spec)
-    hw = detect(None if cfg.device == "auto" else cfg.device)
+    hw = host_for(cfg)
     model = load_model_info(cfg.model)
     space = space.for_host(hw, model).for_mode(
         spec, "container" if cfg.launcher == "docker" else "process")
-    if cfg.parallel > 1 and not hw.gpus:
-        raise ConfigError("--parallel needs GPUs: on a CPU host, trials at once would share cores "
-                          "and measure each other; use --parallel 1")
-    launcher = make_launcher(cfg)
+    launcher = make_launcher(cfg, settings)
     image = "none"
     if isinstance(launcher, DockerLauncher):  # a missing image is bad input, before any trial
         found = launcher.ensure_image(launcher.image_for(spec, hw.device))
@@ -113,11 +126,11 @@ def prepare(cfg: TuneConfig) -> Prepared:
     tracker.start_study(cfg.name, tags={"tuner.engine": spec.name}, params={
         "engine": spec.name, "engine_version": eng_version, "model": cfg.model,
         "served_name": served, "workload": str(cfg.workload),
-        "workload_sha256": file_sha256(cfg.workload) or "", "hardware": hw.describe(),
+        "workload_sha256": workload_sha256(cfg.workload) or "", "hardware": hw.describe(),
         "hardware_json": hw.model_dump_json(), "tuner_version": __version__,
         "launcher": cfg.launcher, "image": image, "seed": str(cfg.seed),
         "parallel": str(cfg.parallel), "slo": workload.slo.model_dump_json(),
         "usd_per_hour": str(workload.cost.usd_per_hour)})
     return Prepared(cfg=cfg, workload=workload, spec=spec, space=space, hardware=hw,
                     model=model, launcher=launcher, tracker=tracker, served_name=served,
-                    engine_version=eng_version, settings=Settings(), removed=removed)
+                    engine_version=eng_version, settings=settings, removed=removed)

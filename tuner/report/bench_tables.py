@@ -5,18 +5,15 @@ from __future__ import annotations
 from rich.console import Group
 from rich.table import Table
 
+from tuner.measurement.capacity import CapacityResult
+from tuner.metrics.cost import money
 from tuner.metrics.figures import Dist
-from tuner.metrics.summary import RunSummary
-from tuner.search.capacity import CapacityResult
+from tuner.metrics.run_summary import RunSummary
 
 
 def _ms(d: Dist, key: str) -> str:
     value = getattr(d, key)
     return "-" if value is None else f"{value:.1f}"
-
-
-def money(x: float | None) -> str:
-    return "-" if x is None else f"${x:.4g}"
 
 
 def summary_rows(s: RunSummary) -> list[tuple[str, str]]:

@@ -1,0 +1,161 @@
+"""A fake launcher and measurer for unit tests at the launcher and measurer seams.
+
+The fake engine is a state machine with a log file: it can fail to start, exit before it is
+ready (with an OOM or invalid-config line in its log), crash under load, or serve. It proves
+nothing about engines; it lets unit tests drive every outcome path of the study loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tuner.engines.render import Rendered
+from tuner.errors import EndpointError, EngineCrashed, EngineStartError
+from tuner.launch.base import EngineHandle, LaunchRequest
+from tuner.loadgen.records import RequestRecord
+from tuner.measurement.capacity import CapacityResult
+from tuner.metrics.figures import dist_ms
+from tuner.metrics.run_summary import RunSummary, SloCheck, SloVerdict
+
+Behaviour = Literal["serve", "refuse_start", "exit_before_ready", "oom_at_start",
+                    "crash_under_load", "probe_fails", "slo_infeasible", "measure_raises"]
+
+
+class FakeHandle(EngineHandle):
+    def __init__(self, request: LaunchRequest, behaviour: Behaviour, launcher: FakeLauncher
+                 ) -> None:
+        self.request = request
+        self.behaviour = behaviour
+        self.base_url = "http://127.0.0.1:9"
+        self.log_path = request.log_path
+        self.rendered = Rendered(argv=["fake-engine", *map(str, request.config.values())])
+        self._code: int | None = None
+        self._launcher = launcher
+        self.stops = 0
+        request.log_path.parent.mkdir(parents=True, exist_ok=True)
+        request.log_path.write_text("fake engine starting\n")
+
+    def exit_code(self) -> int | None:
+        return self._code
+
+    def die(self, code: int, line: str) -> None:
+        with self.log_path.open("a") as fh:
+            fh.write(line + "\n")
+        self._code = code
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        self.stops += 1
+        if self._code is None:
+            self._code = -15
+        self._launcher.running.discard(self)
+
+
+@dataclass
+class FakeLauncher:
+    """Starts fake engines; ``behaviour`` per trial tag (``trial-003``) or for all."""
+
+    behaviour: Behaviour = "serve"
+    by_tag: dict[str, Behaviour] = field(default_factory=dict)
+    name: str = "fake"
+    started: list[FakeHandle] = field(default_factory=list)
+    running: set[FakeHandle] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self, request: LaunchRequest) -> FakeHandle:
+        tag = request.labels.get("tuner.trial", "")
+        behaviour = self.by_tag.get(tag, self.behaviour)
+        if behaviour == "refuse_start":
+            raise EngineStartError("docker could not start image: no such runtime",
+                                   outcome="invalid_config", exit_code=None,
+                                   log_tail="no such runtime")
+        handle = FakeHandle(request, behaviour, self)
+        with self.lock:
+            self.started.append(handle)
+            self.running.add(handle)
+        return handle
+
+    def cleanup_orphans(self) -> list[str]:
+        return []
+
+    def cleanup_own(self) -> list[str]:
+        with self.lock:
+            left = list(self.running)
+        for handle in left:
+            handle.stop()
+        return [f"fake {h.log_path.name}" for h in left]
+
+
+def summary(load: float, *, passed: bool, cost: float | None = 1.0) -> RunSummary:
+    empty = dist_ms([])
+    ttft = dist_ms([100e6] * 10 if passed else [9e9] * 10)
+    return RunSummary(
+        load=load, planned=10, requests=10, completed=10, errors=0, error_rate=0.0,
+        duration_s=10.0, stopped_early=None, ttft_ms=ttft, itl_ms=dist_ms([10e6] * 10),
+        tpot_ms=empty, e2e_ms=empty, request_throughput=load, input_token_throughput=1.0,
+        output_token_throughput=100.0, total_token_throughput=101.0, goodput_rps=load,
+        slo=SloVerdict(passed=passed, checks=[SloCheck(name="ttft_p95_ms", value=ttft.p95,
+                                                       bound=1000.0, ok=passed)]),
+        accelerators=1, usd_per_hour=1.0, cost_per_m_output_tokens=cost if passed else None,
+        cost_per_m_total_tokens=None, output_lengths_forced=True, output_length_match=1.0,
+        input_length_match=1.0, chat_template_tokens=None, dispatch_lag_ms=empty, server=None,
+        error_samples=[])
+
+
+def records(n: int = 3, tokens: int = 10) -> list[RequestRecord]:
+    return [RequestRecord(index=i, class_name="c", prefix_group=None, input_tokens=8,
+                          planned_output_tokens=tokens, scheduled_ns=i * 10**8,
+                          sent_ns=i * 10**8, first_token_ns=i * 10**8 + 10**7,
+                          done_ns=i * 10**8 + 10**8, chunk_ns=[i * 10**8 + 10**7],
+                          chunk_tokens=[tokens], output_tokens=tokens) for i in range(n)]
+
+
+@dataclass
+class FakeMeasurer:
+    """Readiness and measurement of fake engines, following each handle's behaviour."""
+
+    cost: float = 1.0
+    capacity_calls: int = 0
+
+    def wait_ready(self, handle: EngineHandle) -> float:
+        assert isinstance(handle, FakeHandle)
+        if handle.behaviour == "exit_before_ready":
+            handle.die(2, "error: argument --max-num-seqs: invalid int value: 'x'")
+            raise EngineStartError("engine exited with code 2 before it was ready",
+                                   outcome="invalid_config", exit_code=2,
+                                   log_tail=handle.log_tail())
+        if handle.behaviour == "oom_at_start":
+            raise EngineStartError("engine ran out of memory while starting: CUDA out of "
+                                   "memory", outcome="oom", exit_code=None,
+                                   log_tail=handle.log_tail())
+        return 0.01
+
+    def _serve(self, handle: EngineHandle) -> None:
+        assert isinstance(handle, FakeHandle)
+        if handle.behaviour == "probe_fails":
+            raise EndpointError(f"{handle.base_url} does not serve model 'm'; it serves x")
+        if handle.behaviour == "crash_under_load":
+            handle.die(139, "Segmentation fault")
+            raise EngineCrashed("engine exited with code 139")
+        if handle.behaviour == "measure_raises":
+            raise RuntimeError("the harness broke")
+
+    def capacity(self, handle: EngineHandle, accelerators: int
+                 ) -> tuple[CapacityResult, list[RequestRecord]]:
+        self.capacity_calls += 1
+        self._serve(handle)
+        assert isinstance(handle, FakeHandle)
+        if handle.behaviour == "slo_infeasible":
+            step = summary(1.0, passed=False)
+            return CapacityResult(steps=[step], best=None, lowest_failing_load=1.0,
+                                  stopped_by="min_load"), records()
+        cost = self.cost + sum(hash(str(v)) % 7 for v in handle.request.config.values()) / 10
+        best = summary(2.0, passed=True, cost=cost)
+        return CapacityResult(steps=[best], best=best, lowest_failing_load=None,
+                              stopped_by="max_steps"), records()
+
+    def run_at(self, handle: EngineHandle, accelerators: int, load: float, *, epoch: int,
+               duration_s: float | None) -> tuple[RunSummary, list[RequestRecord]]:
+        self._serve(handle)
+        return summary(load, passed=True, cost=self.cost), records()

@@ -1,0 +1,93 @@
+"""What a trial does with a running engine: wait until it serves, then measure it.
+
+:class:`Measurer` is the seam between the study loop and the engine's HTTP API, so that every
+outcome path of a trial is testable with a fake (see tests/unit/search). :class:`HttpMeasurer`
+is the real one: readiness through the launcher's health, model list and one completion, then
+the replay harness against the engine's OpenAI-compatible API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from tuner.engines.spec import EngineSpec
+from tuner.errors import EngineCrashed
+from tuner.launch.base import EngineHandle
+from tuner.launch.readiness import wait_ready
+from tuner.loadgen.progress import NULL_PROGRESS, Progress
+from tuner.loadgen.records import RequestRecord
+from tuner.measurement.bench_session import Bench, open_bench
+from tuner.measurement.capacity import CapacityResult
+from tuner.metrics.run_summary import RunSummary
+from tuner.workload.models import Workload
+
+
+class Measurer(Protocol):
+    """Contract: ``wait_ready`` returns the seconds it waited or raises EngineStartError;
+    ``capacity`` and ``run_at`` return figures with the per-request records, and raise
+    EngineCrashed when the engine died, EndpointError when it does not serve the workload.
+    Both raise nothing else on purpose; an unexpected error is the trial's outcome too."""
+
+    def wait_ready(self, handle: EngineHandle) -> float: ...
+
+    def capacity(self, handle: EngineHandle, accelerators: int
+                 ) -> tuple[CapacityResult, list[RequestRecord]]: ...
+
+    def run_at(self, handle: EngineHandle, accelerators: int, load: float, *, epoch: int,
+               duration_s: float | None) -> tuple[RunSummary, list[RequestRecord]]: ...
+
+
+@dataclass
+class HttpMeasurer:
+    """The real measurer: the engine's health and OpenAI-compatible API."""
+
+    spec: EngineSpec
+    workload: Workload
+    served_name: str
+    tokenizer: Path | None = None
+    models_dir: Path | None = None
+    startup_timeout_s: float | None = None
+    progress: Progress = NULL_PROGRESS
+
+    def wait_ready(self, handle: EngineHandle) -> float:
+        self.progress.status("phase", "starting engine")
+        return wait_ready(handle, self.spec, self.served_name, timeout_s=self.startup_timeout_s,
+                          on_wait=lambda s: self.progress.status(
+                              "phase", f"starting engine ({s:.0f}s)"))
+
+    async def _bench(self, handle: EngineHandle, accelerators: int) -> Bench:
+        return await open_bench(self.workload, handle.base_url,
+                                tokenizer=self.workload.tokenizer or self.tokenizer,
+                                models_dir=self.models_dir, metrics_url=handle.metrics_url,
+                                accelerators=accelerators,
+                                force_lengths=self.spec.forces_output_length,
+                                progress=self.progress)
+
+    def capacity(self, handle: EngineHandle, accelerators: int
+                 ) -> tuple[CapacityResult, list[RequestRecord]]:
+        async def go() -> tuple[CapacityResult, list[RequestRecord]]:
+            bench = await self._bench(handle, accelerators)
+            return await bench.capacity(before_step=alive(handle)), bench.records
+        return asyncio.run(go())
+
+    def run_at(self, handle: EngineHandle, accelerators: int, load: float, *, epoch: int,
+               duration_s: float | None) -> tuple[RunSummary, list[RequestRecord]]:
+        async def go() -> tuple[RunSummary, list[RequestRecord]]:
+            bench = await self._bench(handle, accelerators)
+            self.progress.status("phase", f"measuring at load {load:.3g}")
+            summary = await bench.once(load, epoch=epoch, duration_s=duration_s)
+            return summary, bench.records
+        return asyncio.run(go())
+
+
+def alive(handle: EngineHandle) -> Callable[[], None]:
+    """A check to run between steps: raises EngineCrashed once the engine has exited."""
+    def check() -> None:
+        code = handle.exit_code()
+        if code is not None:
+            raise EngineCrashed(f"engine exited with code {code}")
+    return check
