@@ -85,3 +85,47 @@ def test_unknown_engine_lists_the_known_ones(tiny_model: Path) -> None:
     done = tune("--engine", "vlm", "--workload", str(WORKLOAD), "--model", str(tiny_model))
     one_line_error(done, 2,
                    "unknown engine 'vlm'; choose one of: llamacpp, sglang, tgi, trtllm, vllm")
+
+
+def test_device_gpu_without_gpus_is_bad_input(tiny_model: Path, tmp_path: Path) -> None:
+    done = tune("--engine", "vllm", "--workload", str(WORKLOAD), "--model", str(tiny_model),
+                "--device", "gpu", "--out", str(tmp_path))
+    one_line_error(done, 2, "--device gpu: this host has no GPU")
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["--launcher", "foo"], "options: launcher: Input should be 'process' or 'docker'"),
+    (["--trials", "0"], "options: trials: Input should be greater than or equal to 1"),
+])
+def test_compare_options_are_one_line(tiny_model: Path, tmp_path: Path, extra: list[str],
+                                      needle: str) -> None:
+    done = tune("compare", "--engines", "vllm,llamacpp", "--workload", str(WORKLOAD),
+                "--model", str(tiny_model), "--out", str(tmp_path), *extra)
+    one_line_error(done, 2, needle)
+
+
+def test_a_workload_that_is_not_utf8_is_bad_input(tiny_model: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes(WORKLOAD.read_text().replace("smoke", "sm\u00f6ke").encode("latin-1"))
+    done = tune("bench", "--endpoint", "http://127.0.0.1:9", "--workload", str(bad))
+    one_line_error(done, 2, "not UTF-8 text")
+
+
+def test_the_tracking_uri_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tuner import cli
+    from tuner.commands import tune as tune_module
+
+    seen = []
+    monkeypatch.setattr(tune_module, "tune_command", lambda cfg, *a: seen.append(cfg))
+    uri = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    done = CliRunner().invoke(cli.app, ["--engine", "vllm", "--workload", str(WORKLOAD),
+                                        "--model", "m"], env={"TUNER_TRACKING_URI": uri})
+    assert done.exit_code == 0, done.output
+    assert seen[0].tracking == uri
+    done = CliRunner().invoke(cli.app, ["--engine", "vllm", "--workload", str(WORKLOAD),
+                                        "--model", "m", "--tracking-uri", "sqlite:///x.db"],
+                              env={"TUNER_TRACKING_URI": uri})
+    assert seen[1].tracking == "sqlite:///x.db"  # the option wins over the environment

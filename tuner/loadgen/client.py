@@ -2,7 +2,8 @@
 
 One ``httpx.AsyncClient`` per run, with explicit timeouts and a connection pool
 at least as large as the load. Every failure becomes ``record.error``; only
-cancellation propagates (after the record says so).
+cancellation propagates (after the record says so). A request served other than
+planned says so in ``record.mismatch``; one whose forced output was cut short is an error.
 """
 
 from __future__ import annotations
@@ -59,6 +60,19 @@ def chunk_text(choice: dict[str, Any]) -> str:
             or delta.get("reasoning") or "")
 
 
+def plan_mismatch(rec: RequestRecord, caps: ServerCaps) -> str | None:
+    """How a finished request differs from its plan: the prompt the server counted (less the
+    chat template) and, where lengths are forced, the output it produced."""
+    problems = []
+    planned_prompt = rec.input_tokens + (caps.chat_template_tokens or 0)
+    if rec.prompt_tokens is not None and rec.prompt_tokens != planned_prompt:
+        problems.append(f"prompt {rec.prompt_tokens} tokens, planned {planned_prompt}")
+    if (caps.forces_output_length and rec.error is None
+            and rec.generated != rec.planned_output_tokens):
+        problems.append(f"output {rec.generated} tokens, forced {rec.planned_output_tokens}")
+    return "; ".join(problems) or None
+
+
 class StreamClient:
     """Sends planned requests and fills their records. Use as an async context manager."""
 
@@ -102,7 +116,7 @@ class StreamClient:
                     text = (await resp.aread()).decode("utf-8", "replace")
                     rec.error = f"HTTP {resp.status_code}: {text[:200]}"
                     return
-                await self._read_stream(resp, rec, t0_ns)
+                await self._read_stream(resp, req, rec, t0_ns)
         except asyncio.CancelledError:
             rec.error = rec.error or "cancelled"
             raise
@@ -113,8 +127,10 @@ class StreamClient:
         finally:
             if rec.error is None and rec.done_ns is None:
                 rec.error = "stream ended before [DONE]"
+            rec.mismatch = plan_mismatch(rec, self.caps)
 
-    async def _read_stream(self, resp: httpx.Response, rec: RequestRecord, t0_ns: int) -> None:
+    async def _read_stream(self, resp: httpx.Response, req: PlannedRequest, rec: RequestRecord,
+                           t0_ns: int) -> None:
         seen_tokens = 0
         async for line in resp.aiter_lines():
             if not line.startswith("data:"):
@@ -150,6 +166,10 @@ class StreamClient:
                     rec.first_token_ns = now
                 rec.chunk_ns.append(now)
                 rec.chunk_tokens.append(tokens)
-        # Some servers close the stream without [DONE]; a clean end with output still counts.
-        if rec.chunk_ns:
+        # Some servers close the stream without [DONE]; a clean end with all the output
+        # still counts, one cut short of a forced length does not.
+        if self.caps.forces_output_length and rec.generated < req.output_tokens:
+            rec.error = (f"stream ended without [DONE] after {rec.generated} of "
+                         f"{req.output_tokens} forced output tokens")
+        elif rec.chunk_ns:
             rec.done_ns = time.perf_counter_ns() - t0_ns

@@ -31,6 +31,8 @@ class RequestRecord:
     error: str | None = None
     warmup: bool = False
     step: int = 0
+    mismatch: str | None = None
+    """How the served request differed from its plan (prompt or forced output length)."""
 
     @property
     def ok(self) -> bool:

@@ -55,6 +55,8 @@ class RunSummary(BaseModel):
     output_lengths_forced: bool
     output_length_match: float | None
     input_length_match: float | None
+    mismatched: int = 0
+    """Measured requests served other than planned (see each record's ``mismatch``)."""
     chat_template_tokens: int | None
     dispatch_lag_ms: f.Dist
     server: ServerMetrics | None
@@ -126,6 +128,7 @@ def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: 
                              / len(sized)) if sized else None,
         input_length_match=(sum(r.prompt_tokens == r.input_tokens + offset for r in prompted)
                             / len(prompted)) if prompted else None,
+        mismatched=sum(r.mismatch is not None for r in recs),
         chat_template_tokens=caps.chat_template_tokens,
         dispatch_lag_ms=f.dist_ms([r.sent_ns - r.scheduled_ns for r in outcome.records
                                    if r.sent_ns]),

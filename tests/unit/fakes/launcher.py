@@ -11,13 +11,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tests.unit.fakes.summaries import fake_summary
 from tuner.engines.render import Rendered
 from tuner.errors import EndpointError, EngineCrashed, EngineStartError
 from tuner.launch.base import EngineHandle, LaunchRequest
 from tuner.loadgen.records import RequestRecord
 from tuner.measurement.capacity import CapacityResult
-from tuner.metrics.figures import dist_ms
-from tuner.metrics.run_summary import RunSummary, SloCheck, SloVerdict
+from tuner.metrics.run_summary import RunSummary
 
 Behaviour = Literal["serve", "refuse_start", "exit_before_ready", "oom_at_start",
                     "crash_under_load", "probe_fails", "slo_infeasible", "measure_raises"]
@@ -87,20 +87,9 @@ class FakeLauncher:
         return [f"fake {h.log_path.name}" for h in left]
 
 
-def summary(load: float, *, passed: bool, cost: float | None = 1.0) -> RunSummary:
-    empty = dist_ms([])
-    ttft = dist_ms([100e6] * 10 if passed else [9e9] * 10)
-    return RunSummary(
-        load=load, planned=10, requests=10, completed=10, errors=0, error_rate=0.0,
-        duration_s=10.0, stopped_early=None, ttft_ms=ttft, itl_ms=dist_ms([10e6] * 10),
-        tpot_ms=empty, e2e_ms=empty, request_throughput=load, input_token_throughput=1.0,
-        output_token_throughput=100.0, total_token_throughput=101.0, goodput_rps=load,
-        slo=SloVerdict(passed=passed, checks=[SloCheck(name="ttft_p95_ms", value=ttft.p95,
-                                                       bound=1000.0, ok=passed)]),
-        accelerators=1, usd_per_hour=1.0, cost_per_m_output_tokens=cost if passed else None,
-        cost_per_m_total_tokens=None, output_lengths_forced=True, output_length_match=1.0,
-        input_length_match=1.0, chat_template_tokens=None, dispatch_lag_ms=empty, server=None,
-        error_samples=[])
+def summary(load: float, *, passed: bool, cost: float = 1.0) -> RunSummary:
+    return fake_summary(load, passed).model_copy(
+        update={"cost_per_m_output_tokens": cost if passed else None})
 
 
 def records(n: int = 3, tokens: int = 10) -> list[RequestRecord]:

@@ -1,4 +1,4 @@
-from tests.unit.test_capacity import fake_summary
+from tests.unit.fakes.summaries import fake_summary
 from tuner.measurement.capacity import CapacityResult
 from tuner.metrics.figures import dist_ms
 from tuner.search.outcome import TrialResult

@@ -108,3 +108,29 @@ async def test_connection_errors_are_records() -> None:
     rec, _ = await send(refuse)
     assert rec.error is not None
     assert rec.error.startswith("ConnectError")
+
+
+async def test_a_stream_cut_short_of_its_forced_length_is_an_error() -> None:
+    """A server that closes the stream without [DONE] after 2 of 4 forced tokens: the request
+    was not served as asked, so it is not a success."""
+    body = sse({"choices": [{"text": "a"}], "usage": usage(1)},
+               {"choices": [{"text": "b"}], "usage": usage(2)}, done=False)
+    rec, _ = await send(lambda r: httpx.Response(200, content=body))
+    assert not rec.ok
+    assert "after 2 of 4 forced output tokens" in (rec.error or "")
+
+
+async def test_a_complete_stream_without_done_still_counts() -> None:
+    body = sse(*({"choices": [{"text": "a"}], "usage": usage(i)} for i in range(1, 5)),
+               done=False)
+    rec, _ = await send(lambda r: httpx.Response(200, content=body))
+    assert rec.ok
+    assert rec.mismatch is None
+
+
+async def test_a_record_that_does_not_match_its_plan_says_so() -> None:
+    """The server counted 8 prompt tokens for 10 planned and stopped at 3 of 4 forced."""
+    short = {"prompt_tokens": 8, "completion_tokens": 3, "total_tokens": 11}
+    body = sse({"choices": [{"text": "abc"}], "usage": short})
+    rec, _ = await send(lambda r: httpx.Response(200, content=body))
+    assert rec.mismatch == "prompt 8 tokens, planned 10; output 3 tokens, forced 4"

@@ -8,7 +8,7 @@ from tuner.workload.models import Workload
 from tuner.workload.plan import RequestFactory, is_warmup, send_offsets_ns
 from tuner.workload.prompts import PromptSynth
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def workload(**over: object) -> Workload:

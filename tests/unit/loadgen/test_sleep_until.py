@@ -1,0 +1,36 @@
+"""Sends are timed on the event loop alone: nothing blocks the loop that stamps tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from tuner.loadgen import runner
+
+
+async def test_sleep_until_never_blocks_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    def blocking(seconds: float) -> None:
+        raise AssertionError(f"time.sleep({seconds}) on the event loop thread")
+
+    monkeypatch.setattr(time, "sleep", blocking)
+    for ahead_ns in (0, 200_000, 900_000, 3_000_000):  # below and above a timer's millisecond
+        target = time.perf_counter_ns() + ahead_ns
+        await runner.sleep_until(target)
+        assert time.perf_counter_ns() >= target
+
+
+async def test_other_tasks_run_while_a_send_waits() -> None:
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    await runner.sleep_until(time.perf_counter_ns() + 5_000_000)
+    task.cancel()
+    assert ticks > 1
