@@ -84,7 +84,7 @@ def tune_bench(url: str, model: Path, seed: int) -> tuple[dict[str, float], floa
         # later steps; the CPU figure is the cost of sending, streaming and recording.
         await asyncio.to_thread(lambda: [bench.runner.factory.make(i) for i in range(PROMPTS)])
         cpu0 = time.process_time()
-        s = await bench.once(early_stop=False)
+        s = await bench.once()
         cpu = time.process_time() - cpu0
         tokens = sum(r.generated for r in bench.records if r.ok)
         return ({"out_tok_s": s.output_token_throughput, "ttft_mean": s.ttft_ms.mean or 0,
@@ -173,7 +173,7 @@ def overhead(model: Path) -> None:
             async def go(w: Workload = w) -> tuple[list[float], float, int]:
                 bench = await open_bench(w, url)
                 cpu0 = time.process_time()
-                await bench.once(early_stop=False)
+                await bench.once()
                 cpu = time.process_time() - cpu0
                 lags = sorted((r.sent_ns - r.scheduled_ns) / 1e6 for r in bench.records)
                 return lags, cpu, sum(r.generated for r in bench.records if r.ok)

@@ -234,7 +234,7 @@ class DockerLauncher:
         info = self.ensure_image(image)
         port = free_port()
         kwargs, rendered = container_spec(request, image=image, port=port, network=self.network,
-                                          cache_root=request.cache_dir or self.settings.cache_dir)
+                                          cache_root=self.settings.cache_dir)
         run_kwargs = dict(kwargs)
         run_kwargs["environment"] = {**kwargs["environment"], **{
             k: v.get_secret_value() for k, v in request.secret_env.items()}}
