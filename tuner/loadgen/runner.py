@@ -13,10 +13,9 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from tuner.loadgen.client import ServerCaps, StreamClient
-from tuner.loadgen.guard import SloGuard
 from tuner.loadgen.progress import NULL_PROGRESS, Progress, RunProgress
 from tuner.loadgen.records import RequestRecord
 from tuner.loadgen.scraper import MetricsScraper, ServerMetrics
@@ -37,9 +36,16 @@ class RunOutcome:
     wall_ns: int
     stopped_early: str | None
     server: ServerMetrics | None
+    open_loop: bool = True
 
 
 Dispatch = Callable[[StreamClient, int, RunProgress], Awaitable[None]]
+
+
+class StopCheck(Protocol):
+    """Looked at a few times per second during a run: a reason to stop it now, or None."""
+
+    def check(self, records: list[RequestRecord], now_ns: int) -> str | None: ...
 
 
 class Runner:
@@ -70,21 +76,17 @@ class Runner:
                             temperature=w.temperature)
 
     async def run(self, load: float | None = None, *, duration_s: float | None = None,
-                  epoch: int = 0, early_stop: bool = False) -> RunOutcome:
+                  epoch: int = 0, stop_check: StopCheck | None = None) -> RunOutcome:
         """One run at ``load`` (default: the workload's own) for the workload's stop or
-        ``duration_s``. ``epoch`` selects a fresh set of prompts. ``early_stop`` lets the
-        guard end a run whose SLO is lost (the capacity search asks for it; a plain run
-        measures what it was asked)."""
+        ``duration_s``. ``epoch`` selects a fresh set of prompts. ``stop_check`` may end the
+        run early (the capacity search passes one; a plain run measures what it was asked)."""
         w = self.workload
         arrival = w.arrival if load is None else w.arrival.with_load(load)
         shaped = w.model_copy(update={"arrival": arrival})
-        slo = w.slo_bounds_ns
         records: list[RequestRecord] = []
         self.partial = records
         if isinstance(arrival, ConcurrencyArrivals):
             planned = w.stop.requests if duration_s is None else None
-            guard = SloGuard(planned=planned, ttft_bound_ns=slo[0],
-                             max_error_rate=w.slo.max_error_rate)
             dispatch = await self._closed_loop(shaped, arrival.concurrency, records, epoch,
                                                duration_s)
             pool = arrival.concurrency
@@ -94,8 +96,6 @@ class Runner:
             reqs = await asyncio.to_thread(
                 lambda: [self.factory.make(i, epoch) for i in range(len(offsets))])
             planned = sum(1 for i, off in enumerate(offsets) if not is_warmup(w, i, int(off)))
-            guard = SloGuard(planned=planned, ttft_bound_ns=slo[0],
-                             max_error_rate=w.slo.max_error_rate)
             dispatch = self._open_loop(shaped, reqs, [int(o) for o in offsets], records, epoch)
             pool = len(reqs)
         shown = self.progress.run(f"load {arrival.load:g}", planned)
@@ -103,23 +103,24 @@ class Runner:
             async with self._client(pool) as client, \
                     MetricsScraper(self.metrics_url) as scraper:
                 t0 = time.perf_counter_ns()
-                stopped = await self._supervise(dispatch(client, t0, shown), records, guard, t0,
-                                                early_stop)
+                stopped = await self._supervise(dispatch(client, t0, shown), records,
+                                                stop_check, t0)
                 wall = time.perf_counter_ns() - t0
         finally:
             shown.finished()
-        return RunOutcome(arrival.load, records, planned, wall, stopped, scraper.summary())
+        return RunOutcome(arrival.load, records, planned, wall, stopped, scraper.summary(),
+                          open_loop=not isinstance(arrival, ConcurrencyArrivals))
 
     async def _supervise(self, dispatch: Awaitable[None], records: list[RequestRecord],
-                         guard: SloGuard, t0: int, early_stop: bool) -> str | None:
-        """Run the dispatcher; stop it when the guard says the SLO is lost."""
+                         stop_check: StopCheck | None, t0: int) -> str | None:
+        """Run the dispatcher; stop it when ``stop_check`` gives a reason."""
         task = asyncio.ensure_future(dispatch)
         reason: str | None = None
         try:
             while not task.done():
                 await asyncio.wait([task], timeout=0.25)
-                if early_stop and not task.done():
-                    reason = guard.check(records, time.perf_counter_ns() - t0)
+                if stop_check is not None and not task.done():
+                    reason = stop_check.check(records, time.perf_counter_ns() - t0)
                     if reason:
                         task.cancel()
                         break

@@ -13,8 +13,10 @@ from tuner.loadgen.client import ServerCaps
 from tuner.loadgen.probe import normalise_endpoint, probe_endpoint
 from tuner.loadgen.progress import NULL_PROGRESS, Progress
 from tuner.loadgen.records import RequestRecord
-from tuner.loadgen.runner import Runner
+from tuner.loadgen.runner import Runner, StopCheck
 from tuner.measurement.capacity import CapacityResult, find_capacity
+from tuner.measurement.early_stop import SloGuard
+from tuner.measurement.warmup import WARMUP_EPOCH, WarmupResult, warm_up
 from tuner.metrics.run_summary import RunSummary, summarise
 from tuner.workload.arrivals import ConcurrencyArrivals
 from tuner.workload.models import Workload
@@ -35,29 +37,68 @@ class Bench:
     records: list[RequestRecord] = field(default_factory=list)
 
     async def once(self, load: float | None = None, *, epoch: int = 0,
-                   duration_s: float | None = None, early_stop: bool = False) -> RunSummary:
+                   duration_s: float | None = None, stop_check: StopCheck | None = None,
+                   keep: bool = True) -> RunSummary:
+        """One run; its records are kept in ``records`` unless ``keep`` is False (warm-up)."""
         outcome = await self.runner.run(load, epoch=epoch, duration_s=duration_s,
-                                        early_stop=early_stop)
-        self.records.extend(outcome.records)
+                                        stop_check=stop_check)
+        if keep:
+            self.records.extend(outcome.records)
         return summarise(outcome, self.workload, self.caps, self.accelerators)
+
+    def step_duration(self, load: float) -> float | None:
+        """How long a step at ``load`` lasts: the workload's step duration, or (open loop)
+        long enough to send ``min_requests`` measured requests, at most ``max_step_s``."""
+        cfg = self.workload.capacity
+        least = cfg.step_duration_s or self.workload.stop.duration_s
+        if isinstance(self.workload.arrival, ConcurrencyArrivals):
+            return least
+        needed = cfg.min_requests / load
+        return min(cfg.max_step_s, max(least or 0.0, needed))
+
+    def guard(self, load: float) -> SloGuard:
+        w = self.workload
+        return SloGuard(ttft_bound_ns=w.slo_bounds_ns[0], max_error_rate=w.slo.max_error_rate,
+                        offered_rps=None if isinstance(w.arrival, ConcurrencyArrivals)
+                        else load)
+
+    async def warm_up(self, load: float) -> WarmupResult:
+        """Warm the engine at ``load`` until its latencies settle (see measurement.warmup)."""
+        cfg = self.workload.warmup.engine
+        rounds = cfg.round_requests
+
+        async def run_round(i: int) -> RunSummary:
+            self.runner.progress.status("phase", f"warming up the engine (round {i + 1})")
+            if isinstance(self.workload.arrival, ConcurrencyArrivals):
+                duration = max(1.0, rounds / max(1.0, load))
+            else:
+                duration = rounds / load
+            return await self.once(load, epoch=WARMUP_EPOCH + i, duration_s=duration,
+                                   keep=False)
+        return await warm_up(run_round, cfg)
 
     async def capacity(self, *, first_epoch: int = 0,
                        before_step: Callable[[], None] | None = None) -> CapacityResult:
-        """Capacity search; ``before_step`` may raise to abort it (a dead engine)."""
+        """Warm-up, then the capacity search; ``before_step`` may raise to abort it (a dead
+        engine)."""
         w = self.workload
         cfg = w.capacity
         start = cfg.start or w.arrival.load
-        duration = cfg.step_duration_s
+        integer = isinstance(w.arrival, ConcurrencyArrivals)
+        warmed = None
+        if w.warmup.engine.enabled:
+            warmed = await self.warm_up(float(max(1, round(start))) if integer else start)
 
         async def step(load: float, epoch: int) -> RunSummary:
             if before_step is not None:
                 before_step()
             self.runner.progress.status("phase", f"measuring at load {load:.3g}")
-            return await self.once(load, epoch=first_epoch + epoch, duration_s=duration,
-                                   early_stop=True)
+            return await self.once(load, epoch=first_epoch + epoch,
+                                   duration_s=self.step_duration(load),
+                                   stop_check=self.guard(load))
 
-        return await find_capacity(step, start, cfg,
-                                   integer=isinstance(w.arrival, ConcurrencyArrivals))
+        found = await find_capacity(step, start, cfg, integer=integer)
+        return found.model_copy(update={"warmup": warmed})
 
 
 async def open_bench(workload: Workload, endpoint: str, *, tokenizer: Path | None = None,

@@ -5,6 +5,12 @@ bisect between the highest pass and the lowest fail until they are within
 ``tolerance`` of each other, bounded in steps and wall time. Closed-loop loads
 (concurrency) are integers and bisect to neighbours. Each step uses fresh
 prompts (its own epoch) so steps do not warm each other's prefix cache.
+
+The capacity is then estimated between the bracketing steps (:func:`estimate`): for each
+check the failing step failed, the load at which it crosses its bound, linearly interpolated
+from its value at the passing and the failing load; the lowest of those is the capacity, and
+its check is the binding SLO. Below capacity the engine delivers what is offered, so output
+throughput (and cost) at that load scale from the passing step's.
 """
 
 from __future__ import annotations
@@ -12,25 +18,83 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from tuner.metrics.run_summary import RunSummary
+from tuner.measurement.warmup import WarmupResult
+from tuner.metrics.cost import cost_per_million
+from tuner.metrics.run_summary import RunSummary, SloCheck
 from tuner.workload.models import CapacitySearch
 
 Step = Callable[[float, int], Awaitable[RunSummary]]
+AT_LEAST = ("throughput",)
+"""Checks that hold while their value stays at or above the bound (the rest: at or below)."""
+
+
+class CapacityEstimate(BaseModel):
+    """The load at which the binding SLO is crossed, between the bracketing steps."""
+
+    load: float
+    low: float = Field(description="the highest load that passed")
+    high: float | None = Field(description="the lowest load that failed (None: none did)")
+    binding: str | None = Field(description="the check that fails first as load grows")
+    interpolated: bool
+    output_tokens_per_s: float
+    cost_per_m_output_tokens: float | None
 
 
 class CapacityResult(BaseModel):
-    """Every step, and the best passing one (None: no load met the SLOs)."""
+    """Every step, the best passing one (None: no load met the SLOs) and the estimate."""
 
     steps: list[RunSummary]
     best: RunSummary | None
     lowest_failing_load: float | None
     stopped_by: str
+    estimate: CapacityEstimate | None = None
+    warmup: WarmupResult | None = None
 
     @property
     def max_load(self) -> float | None:
         return None if self.best is None else self.best.load
+
+
+def _crossing(name: str, low: SloCheck, high: SloCheck) -> float | None:
+    """Where between the two steps (0: the passing, 1: the failing) ``name`` meets its bound."""
+    if low.value is None or high.value is None or low.value == high.value:
+        return None
+    bound = high.bound
+    if name in AT_LEAST:
+        frac = (low.value - bound) / (low.value - high.value)
+    else:
+        frac = (bound - low.value) / (high.value - low.value)
+    return min(1.0, max(0.0, frac))
+
+
+def estimate(steps: list[RunSummary], best: RunSummary | None, failing: float | None, *,
+             integer: bool = False) -> CapacityEstimate | None:
+    """The capacity between the passing step ``best`` and the lowest failing load."""
+    if best is None:
+        return None
+    load, binding, interpolated = best.load, None, False
+    fail = next((s for s in steps if failing is not None and s.load == failing
+                 and not s.stopped_early), None)
+    if fail is None and failing is not None:
+        cut = next((s for s in steps if s.load == failing), None)
+        binding = ", ".join(cut.slo.failed()) if cut else None
+        binding = binding or "stopped early"
+    if fail is not None:
+        passed = {c.name: c for c in best.slo.checks}
+        points = [(frac, c.name) for c in fail.slo.checks if not c.ok and c.name in passed
+                  and (frac := _crossing(c.name, passed[c.name], c)) is not None]
+        if points and not integer:
+            frac, binding = min(points)
+            load = best.load + frac * (fail.load - best.load)
+            interpolated = True
+        else:
+            binding = ", ".join(fail.slo.failed()) or None
+    tokens = best.output_token_throughput * load / best.load
+    return CapacityEstimate(load=load, low=best.load, high=failing, binding=binding,
+                            interpolated=interpolated, output_tokens_per_s=tokens,
+                            cost_per_m_output_tokens=cost_per_million(best.usd_per_hour, tokens))
 
 
 async def find_capacity(step: Step, start: float, cfg: CapacitySearch, *, integer: bool = False,
@@ -92,4 +156,5 @@ async def find_capacity(step: Step, start: float, cfg: CapacitySearch, *, intege
             stopped_by = why
             break
         await run(snap((low.load + high) / 2))
-    return CapacityResult(steps=steps, best=low, lowest_failing_load=high, stopped_by=stopped_by)
+    return CapacityResult(steps=steps, best=low, lowest_failing_load=high, stopped_by=stopped_by,
+                          estimate=estimate(steps, low, high, integer=integer))

@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from tuner.loadgen.records import RequestRecord
+from tuner.metrics.quantiles import quantile_interval
 
 MS = 1e6
 
@@ -27,6 +28,9 @@ class Dist(BaseModel):
     p95: float | None
     p99: float | None
     max: float | None
+    p95_low: float | None = None
+    """The p95's 95% distribution-free interval (None: too few values to bound that side)."""
+    p95_high: float | None = None
 
 
 def dist_ms(values_ns: Sequence[float]) -> Dist:
@@ -34,8 +38,10 @@ def dist_ms(values_ns: Sequence[float]) -> Dist:
         return Dist(count=0, mean=None, p50=None, p90=None, p95=None, p99=None, max=None)
     arr = np.asarray(values_ns, dtype=np.float64) / MS
     p50, p90, p95, p99 = np.percentile(arr, [50, 90, 95, 99])
+    low, high = quantile_interval(arr.tolist(), 0.95)
     return Dist(count=len(arr), mean=float(arr.mean()), p50=float(p50), p90=float(p90),
-                p95=float(p95), p99=float(p99), max=float(arr.max()))
+                p95=float(p95), p99=float(p99), max=float(arr.max()), p95_low=low,
+                p95_high=high)
 
 
 def measured(records: Sequence[RequestRecord]) -> list[RequestRecord]:

@@ -9,6 +9,7 @@ from tuner.loadgen.runner import RunOutcome
 from tuner.loadgen.scraper import ServerMetrics
 from tuner.metrics import figures as f
 from tuner.metrics.cost import cost_per_million
+from tuner.metrics.keep_up import KeepUp, keep_up
 from tuner.workload.models import Workload
 
 
@@ -61,6 +62,9 @@ class RunSummary(BaseModel):
     dispatch_lag_ms: f.Dist
     server: ServerMetrics | None
     error_samples: list[str]
+    offered_tokens_per_s: float | None = None
+    """Open loop: output tokens offered per second over the steady window (see keep_up)."""
+    delivered_tokens_per_s: float | None = None
 
 
 def slo_verdict(w: Workload, s: dict[str, float | None], completed: int) -> SloVerdict:
@@ -78,6 +82,17 @@ def slo_verdict(w: Workload, s: dict[str, float | None], completed: int) -> SloV
     return SloVerdict(passed=completed > 0 and all(c.ok for c in out), checks=out)
 
 
+def with_keep_up(verdict: SloVerdict, kept: KeepUp, tolerance: float) -> SloVerdict:
+    """The verdict with the engine's keeping up: delivered >= (1 - tolerance) x offered output
+    tokens over the steady window, and a backlog within twice its steady state (+4)."""
+    checks = [*verdict.checks,
+              SloCheck(name="throughput", value=kept.ratio, bound=1 - tolerance,
+                       ok=kept.ratio >= 1 - tolerance),
+              SloCheck(name="backlog", value=kept.in_flight, bound=kept.backlog_limit(),
+                       ok=kept.in_flight <= kept.backlog_limit())]
+    return SloVerdict(passed=verdict.passed and all(c.ok for c in checks[-2:]), checks=checks)
+
+
 def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: int = 1
               ) -> RunSummary:
     recs = f.measured(outcome.records)
@@ -91,6 +106,9 @@ def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: 
     err = f.error_rate(recs)
     verdict = slo_verdict(w, {"ttft": ttft.p95, "itl": itl.p95, "e2e": e2e.p99, "err": err},
                        len(ok))
+    kept = keep_up(recs) if outcome.open_loop else None
+    if kept is not None:
+        verdict = with_keep_up(verdict, kept, w.capacity.keep_up_tolerance)
     if outcome.stopped_early:  # the run was cut: it failed whatever the partial figures say
         verdict = SloVerdict(passed=False, checks=verdict.checks)
     bounds = w.slo_bounds_ns
@@ -134,4 +152,6 @@ def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: 
                                    if r.sent_ns]),
         server=outcome.server,
         error_samples=sorted({r.error for r in recs if r.error})[:5],
+        offered_tokens_per_s=kept.offered_tokens_per_s if kept else None,
+        delivered_tokens_per_s=kept.delivered_tokens_per_s if kept else None,
     )

@@ -21,6 +21,8 @@ FAILED_OUTCOMES = ("oom", "invalid_config", "startup_timeout", "crashed", "crash
 
 class Timing(BaseModel):
     startup_s: float = 0.0
+    warmup_s: float = 0.0
+    """Warming the started engine until its latencies settled (not part of measure_s)."""
     measure_s: float = 0.0
     teardown_s: float = 0.0
     wall_s: float = 0.0
@@ -54,8 +56,13 @@ class TrialResult(BaseModel):
         """One line for the terminal."""
         head = f"trial {self.number}{' (defaults)' if self.defaults else ''}: {self.outcome}"
         if self.feasible:
-            return (f"{head}, {money(self.cost_per_m_output_tokens)}/M output tokens at load "
+            line = (f"{head}, {money(self.cost_per_m_output_tokens)}/M output tokens at load "
                     f"{self.max_load:.3g}")
+            found = self.capacity.estimate if self.capacity else None
+            if found is not None and found.high is not None:
+                line += f" (passed {found.low:.3g}, failed {found.high:.3g}"
+                line += f"; binding: {found.binding})" if found.binding else ")"
+            return line
         return f"{head}: {self.detail}"[:200]
 
 

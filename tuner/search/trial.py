@@ -176,19 +176,22 @@ def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, default
                 timing.measure_s = time.monotonic() - t_measure
             result.records_path = ctx.write_records(records, tag)
             result.capacity, result.best = capacity, capacity.best
+            if capacity.warmup is not None:
+                timing.warmup_s = capacity.warmup.seconds
+                timing.measure_s = max(0.0, timing.measure_s - timing.warmup_s)
             if handle.exit_code() is not None:
                 failed = crash_failure(handle, ctx.spec)
                 result.outcome, result.detail, result.log_tail = (failed.outcome, failed.detail,
                                                                   failed.log_tail)
-            elif capacity.best is None:
+            elif capacity.best is None or capacity.estimate is None:
                 result.outcome = "slo_infeasible"
                 lowest = min(capacity.steps, key=lambda s: s.load) if capacity.steps else None
                 result.detail = ("no load met the SLOs" if lowest is None else
                                  f"no load met the SLOs (at load {lowest.load:.3g}: "
                                  f"{', '.join(lowest.slo.failed()) or lowest.stopped_early})")
             else:
-                result.cost_per_m_output_tokens = capacity.best.cost_per_m_output_tokens
-                result.max_load = capacity.best.load
+                result.cost_per_m_output_tokens = capacity.estimate.cost_per_m_output_tokens
+                result.max_load = capacity.estimate.load
                 result.accelerators = capacity.best.accelerators
     except Exception as exc:  # one trial = one outcome; interrupts are BaseException and pass
         failed = classify_failure(exc, handle, ctx.spec)

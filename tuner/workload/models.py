@@ -51,11 +51,27 @@ class Stop(StrictModel):
         return self
 
 
+class EngineWarmup(StrictModel):
+    """Warming a freshly started engine on the workload's own mix before it is measured:
+    rounds of requests at the capacity search's first load until the rounds' median TTFT and
+    median ITL stop moving (each within ``tolerance`` of the round before), bounded in time."""
+
+    enabled: bool = True
+    round_requests: int = Field(default=12, ge=2, description="requests per round")
+    tolerance: float = Field(default=0.25, gt=0, lt=1, description="relative change of the "
+                             "rounds' medians that counts as stable")
+    min_rounds: int = Field(default=2, ge=2)
+    max_s: float = Field(default=90.0, gt=0, description="give up waiting for stability then "
+                         "(the measurement goes on; the record says it was not stable)")
+
+
 class Warmup(StrictModel):
-    """Requests at the start of a run that are sent but left out of every figure."""
+    """Requests at the start of each run that are sent but left out of every figure, and the
+    warm-up of each fresh engine start."""
 
     requests: int = Field(default=0, ge=0)
     duration_s: float = Field(default=0.0, ge=0)
+    engine: EngineWarmup = EngineWarmup()
 
 
 class Slo(StrictModel):
@@ -92,8 +108,16 @@ class CapacitySearch(StrictModel):
                              "(high - low) / low is below this")
     max_steps: int = Field(default=8, ge=1, le=100)
     max_time_s: float = Field(default=600.0, gt=0)
-    step_duration_s: float | None = Field(default=None, gt=0, description="duration of each "
-                                          "step; default: the workload's stop")
+    step_duration_s: float | None = Field(default=None, gt=0, description="least duration of "
+                                          "each step; default: the workload's stop")
+    min_requests: int = Field(default=60, ge=1, description="measured requests a step needs at "
+                              "least (open loop: the step lasts long enough to send them); 59 "
+                              "give a p95 a 95% upper bound within the sample")
+    max_step_s: float = Field(default=120.0, gt=0, description="the longest a step may last "
+                              "to reach min_requests")
+    keep_up_tolerance: float = Field(default=0.1, gt=0, lt=1, description="a step passes only "
+                                     "if the engine delivered at least (1 - this) of the "
+                                     "offered output tokens over its steady window")
 
 
 class Workload(StrictModel):

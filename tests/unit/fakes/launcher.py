@@ -16,7 +16,7 @@ from tuner.engines.render import Rendered
 from tuner.errors import EndpointError, EngineCrashed, EngineStartError
 from tuner.launch.base import EngineHandle, LaunchRequest
 from tuner.loadgen.records import RequestRecord
-from tuner.measurement.capacity import CapacityResult
+from tuner.measurement.capacity import CapacityResult, estimate
 from tuner.metrics.run_summary import RunSummary
 
 Behaviour = Literal["serve", "refuse_start", "exit_before_ready", "oom_at_start",
@@ -31,6 +31,11 @@ class FakeHandle(EngineHandle):
         self.base_url = "http://127.0.0.1:9"
         self.log_path = request.log_path
         self.rendered = Rendered(argv=["fake-engine", *map(str, request.config.values())])
+        # The engine's environment (the rendered one and the secrets), and what it prints when
+        # it is asked to stop.
+        self.env = {**self.rendered.env, **{k: v.get_secret_value()
+                                            for k, v in request.secret_env.items()}}
+        self.last_words: str | None = None
         self._code: int | None = None
         self._launcher = launcher
         self.stops = 0
@@ -40,14 +45,23 @@ class FakeHandle(EngineHandle):
     def exit_code(self) -> int | None:
         return self._code
 
-    def die(self, code: int, line: str) -> None:
+    def say(self, line: str) -> None:
         with self.log_path.open("a") as fh:
             fh.write(line + "\n")
+
+    def die(self, code: int, line: str) -> None:
+        self.say(line)
         self._code = code
+
+    def kill(self) -> None:
+        """SIGKILL: the engine ends without a word."""
+        self._code = -9
 
     def stop(self, grace_s: float = 20.0) -> None:
         self.stops += 1
         if self._code is None:
+            if self.last_words is not None:
+                self.say(self.last_words)
             self._code = -15
         self._launcher.running.discard(self)
 
@@ -142,7 +156,8 @@ class FakeMeasurer:
         cost = self.cost + sum(hash(str(v)) % 7 for v in handle.request.config.values()) / 10
         best = summary(2.0, passed=True, cost=cost)
         return CapacityResult(steps=[best], best=best, lowest_failing_load=None,
-                              stopped_by="max_steps"), records()
+                              stopped_by="max_steps",
+                              estimate=estimate([best], best, None)), records()
 
     def run_at(self, handle: EngineHandle, accelerators: int, load: float, *, epoch: int,
                duration_s: float | None) -> tuple[RunSummary, list[RequestRecord]]:

@@ -1,0 +1,58 @@
+"""The engine warm-up stops once latencies settle, and gives up (saying so) at its bound."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.fakes.summaries import fake_summary
+from tuner.measurement.warmup import WarmupRound, settled, warm_up
+from tuner.metrics.figures import dist_ms
+from tuner.metrics.run_summary import RunSummary
+from tuner.workload.models import EngineWarmup
+
+
+def rounds(*medians: tuple[float, float]) -> list[WarmupRound]:
+    return [WarmupRound(load=1, requests=12, ttft_p50_ms=t, itl_p50_ms=i) for t, i in medians]
+
+
+@pytest.mark.parametrize(("medians", "expected"), [
+    ([(900, 40)], False),                          # one round proves nothing
+    ([(900, 40), (300, 20)], False),               # compiling: the first round was slow
+    ([(900, 40), (300, 20), (280, 21)], True),     # settled within 25%
+    ([(300, 20), (280, 30)], False),               # TTFT settled, ITL did not
+    ([(300, None), (290, None)], True),            # one-token outputs have no ITL
+])
+def test_settled(medians: list[tuple[float, float]], expected: bool) -> None:
+    assert settled(rounds(*medians), tolerance=0.25) is expected
+
+
+def summary_with(ttft_ms: float, itl_ms: float) -> RunSummary:
+    return fake_summary(1.0, True).model_copy(update={
+        "ttft_ms": dist_ms([ttft_ms * 1e6] * 5), "itl_ms": dist_ms([itl_ms * 1e6] * 5)})
+
+
+async def test_warm_up_runs_until_the_medians_settle() -> None:
+    seen = [(2000, 90), (700, 40), (320, 22), (300, 21), (310, 22)]
+
+    async def run_round(i: int) -> RunSummary:
+        return summary_with(*seen[i])
+
+    result = await warm_up(run_round, EngineWarmup(tolerance=0.25))
+    assert result.stable
+    assert len(result.rounds) == 4
+
+
+async def test_warm_up_gives_up_at_its_bound() -> None:
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    async def run_round(i: int) -> RunSummary:
+        now[0] += 10
+        return summary_with(100 * (i + 1) ** 2, 10 * (i + 1))  # never settles
+
+    result = await warm_up(run_round, EngineWarmup(max_s=35), clock=clock)
+    assert not result.stable
+    assert len(result.rounds) == 4
+    assert result.seconds == 40
