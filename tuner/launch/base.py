@@ -1,7 +1,8 @@
 """The launcher seam: start an engine, tell whether it lives, read its log, stop it.
 
-Contract (every launcher passes ``tests/unit/launch/contract.py`` and the
-integration contract tests):
+Contract (one suite checks it, ``tests/launcher_contract.py``: run against the fake
+launcher by ``tests/unit/launch/test_launcher_contract.py``, against the process and
+Docker launchers by ``tests/integration/test_launcher_contract.py``):
 
 - ``start(request)`` returns an :class:`EngineHandle` at once; it does not wait
   for readiness (``tuner.launch.readiness.wait_ready`` does, watching the handle).
@@ -37,7 +38,6 @@ class LaunchRequest:
     labels: dict[str, str] = field(default_factory=dict)
     secret_env: dict[str, SecretStr] = field(default_factory=dict)
     devices: list[int] = field(default_factory=list)
-    cache_dir: Path | None = None
 
 
 class EngineHandle(ABC):

@@ -126,6 +126,7 @@ class ContainerHandle(EngineHandle):
         self._metrics_path = metrics_path
         self._record = record
         self._stopped = False
+        self._exit: int | None = None  # kept at stop(): the container is gone after it
         self._logs = threading.Thread(target=self._follow_logs, daemon=True)
         self._logs.start()
 
@@ -144,6 +145,8 @@ class ContainerHandle(EngineHandle):
                 out.flush()
 
     def exit_code(self) -> int | None:
+        if self._stopped:
+            return self._exit
         try:
             self._container.reload()
         except NotFound:
@@ -156,9 +159,12 @@ class ContainerHandle(EngineHandle):
     def stop(self, grace_s: float = 20.0) -> None:
         if self._stopped:
             return
-        self._stopped = True
         with contextlib.suppress(NotFound, APIError):
             self._container.stop(timeout=int(grace_s))
+        self._exit = self.exit_code()
+        if self._exit is None:  # the daemon says it still runs after stop: call it killed
+            self._exit = 137
+        self._stopped = True
         with contextlib.suppress(NotFound, APIError):
             self._container.remove(force=True)
         self._logs.join(timeout=5)

@@ -19,6 +19,9 @@ log = logging.getLogger(__name__)
 
 OWNER_PID = "TUNER_OWNER_PID"
 OWNER_STARTED = "TUNER_OWNER_STARTED"
+ENGINE_ID = "TUNER_ENGINE_ID"
+"""One engine's own marker: its processes, wherever they moved (a worker that left the
+process group, an orphan re-parented to init), carry it in their environment."""
 
 
 def owner_marker() -> dict[str, str]:
@@ -55,6 +58,18 @@ def marked_processes(mine: bool = False) -> list[psutil.Process]:
             continue
         if is_mine(pid, started) if mine else not owner_alive(pid, started):
             found.append(proc)
+    return found
+
+
+def processes_of_engine(engine_id: str) -> list[psutil.Process]:
+    """Every live process that carries ``engine_id`` in its environment."""
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.environ().get(ENGINE_ID) == engine_id:
+                found.append(proc)
+        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess, OSError):
+            continue
     return found
 
 

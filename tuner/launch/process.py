@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,12 @@ from tuner.engines.render import Rendered, render
 from tuner.engines.spec import Device
 from tuner.errors import EngineStartError
 from tuner.launch.base import EngineHandle, LaunchRequest
-from tuner.launch.ownership import kill_marked_processes, owner_marker
+from tuner.launch.ownership import (
+    ENGINE_ID,
+    kill_marked_processes,
+    owner_marker,
+    processes_of_engine,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +50,18 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 class ProcessHandle(EngineHandle):
     def __init__(self, proc: subprocess.Popen[bytes], rendered: Rendered, base_url: str,
-                 log_path: Path, metrics_path: str | None) -> None:
+                 log_path: Path, metrics_path: str | None, engine_id: str) -> None:
         self._proc = proc
+        self.engine_id = engine_id
         self.rendered = rendered
         self.base_url = base_url
         self.log_path = log_path
@@ -69,17 +83,17 @@ class ProcessHandle(EngineHandle):
         if self._stopped:
             return
         self._stopped = True
-        try:
-            family = psutil.Process(self._proc.pid).children(recursive=True)
-        except psutil.NoSuchProcess:
-            family = []
+        # The engine's processes by its marker, not by parentage: a worker that left the
+        # process group, or outlived an engine already reaped, is found all the same.
+        family = [p for p in processes_of_engine(self.engine_id) if p.pid != self._proc.pid]
+        for p in family:
+            with contextlib.suppress(psutil.NoSuchProcess, ProcessLookupError):
+                p.terminate()
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline and (
-                self._proc.poll() is None or any(p.is_running() and
-                                                 p.status() != psutil.STATUS_ZOMBIE
-                                                 for p in family)):
+                self._proc.poll() is None or any(_alive(p) for p in family)):
             time.sleep(0.2)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
@@ -114,7 +128,8 @@ class ProcessLauncher:
                                   "host": self.host})
         if rendered.options is not None:
             rendered = rendered.with_options_path(str(rendered.write_options(request.log_path)))
-        env = {**os.environ, **rendered.env, **owner_marker(),
+        engine_id = uuid.uuid4().hex
+        env = {**os.environ, **rendered.env, **owner_marker(), ENGINE_ID: engine_id,
                **{k: v.get_secret_value() for k, v in request.secret_env.items()}}
         if request.devices:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in request.devices)
@@ -132,7 +147,7 @@ class ProcessLauncher:
                                        log_tail="") from exc
         log.debug("started %s pid %s on port %s", spec.name, proc.pid, port)
         return ProcessHandle(proc, rendered, f"http://{self.host}:{port}", request.log_path,
-                             spec.metrics_path)
+                             spec.metrics_path, engine_id)
 
     def cleanup_orphans(self) -> list[str]:
         return kill_marked_processes()

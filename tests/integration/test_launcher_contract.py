@@ -1,0 +1,68 @@
+"""The launcher contract against the real launchers: local processes, and containers through
+a real Docker daemon (skipped, with the reason, when none is reachable)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+
+import docker
+import pytest
+from docker.errors import DockerException
+
+from tests.integration.test_docker import image  # noqa: F401 - the fixture that builds it
+from tests.launcher_contract import LauncherCase, LauncherContract
+from tuner.launch.base import EngineHandle
+from tuner.launch.docker import ContainerHandle, DockerLauncher
+from tuner.launch.process import ProcessHandle, ProcessLauncher
+
+pytestmark = pytest.mark.integration
+
+
+class ProcessCase(LauncherCase):
+    def __init__(self) -> None:
+        super().__init__()
+        self.launcher = ProcessLauncher()
+
+    def kill(self, handle: EngineHandle) -> None:
+        assert isinstance(handle, ProcessHandle)
+        os.kill(handle.pid, signal.SIGKILL)
+
+
+class DockerCase(LauncherCase):
+    def __init__(self, client: docker.DockerClient) -> None:
+        super().__init__()
+        self.launcher = DockerLauncher()
+        self.client = client
+
+    def kill(self, handle: EngineHandle) -> None:
+        assert isinstance(handle, ContainerHandle)
+        self.client.containers.get(handle.container_id).kill()
+
+
+@pytest.fixture(scope="module")
+def client() -> docker.DockerClient:
+    """The daemon, or a skip saying why there is none (``image`` builds through it)."""
+    try:
+        found = docker.from_env()
+        found.ping()
+    except (DockerException, OSError) as exc:
+        pytest.skip(f"no Docker daemon reachable: {exc}")
+    return found
+
+
+@pytest.fixture(params=["process", "docker"])
+def launcher_case(request: pytest.FixtureRequest) -> Iterator[LauncherCase]:
+    case: LauncherCase
+    if request.param == "docker":
+        request.getfixturevalue("image")
+        case = DockerCase(request.getfixturevalue("client"))
+    else:
+        case = ProcessCase()
+    yield case
+    case.close()
+
+
+class TestLaunchers(LauncherContract):
+    pass
