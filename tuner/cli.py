@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -206,6 +207,51 @@ def compare(
                                     out=out, seed=seed, tracking_uri=tracking_uri,
                                     duration_s=duration, launcher=launcher, settings=settings,
                                     console=out_console, progress_console=err), debug)
+
+
+@app.command()
+def measure(
+    engine: Annotated[str, typer.Option(help="engine to measure (engines/*.yaml)")],
+    workload: Annotated[Path, typer.Option(help="workload YAML file")],
+    model: Annotated[str, typer.Option(help="model folder the engine serves")],
+    repeats: Annotated[int, typer.Option(help="fresh engine starts")] = 3,
+    config: Annotated[str, typer.Option(
+        help="'defaults', a YAML file of knob values, or a study's best_config.yaml")
+    ] = "defaults",
+    study_dir: Annotated[Path | None, typer.Option(
+        help="a study's folder, to measure one of its trials (with --trial)")] = None,
+    trial: Annotated[int | None, typer.Option(help="a trial number of --study-dir")] = None,
+    launcher: Annotated[str, typer.Option(help="process or docker")] = "process",
+    image: Annotated[str | None, typer.Option(help="container image (docker)")] = None,
+    out: Annotated[Path, typer.Option(help="output folder")] = Path("tune-runs"),
+    device: Annotated[str, typer.Option(help="auto, cpu or gpu")] = "auto",
+    startup_timeout: Annotated[float | None, typer.Option(
+        help="seconds to wait for an engine; default: the engine spec's")] = None,
+    served_name: Annotated[str | None, typer.Option(
+        help="model name the engine serves; default: the workload's model")] = None,
+    tracking_uri: Annotated[str | None, typer.Option(
+        help="MLflow tracking URI; default: SQLite in the output folder")] = None,
+    debug: Debug = False,
+) -> None:
+    """Start one configuration N times; print each capacity and cost, and their noise."""
+    settings = start(debug)
+
+    def go() -> None:
+        from tuner.commands.measure import config_to_measure, measure_command
+        from tuner.search.study_config import StudyConfig
+        from tuner.validation import validate
+
+        knobs, defaults = config_to_measure(config, study_dir, trial)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        cfg = validate(StudyConfig, dict(
+            engine=engine, workload=workload, model=model, trials=repeats, launcher=launcher,
+            image=image, out_dir=out, study_name=f"measure-{engine}-{workload.stem}-{stamp}",
+            tracking_uri=tracking_uri or settings.tracking_uri, device=device,
+            startup_timeout_s=startup_timeout, served_name=served_name), "options")
+        measure_command(cfg, settings, config=knobs, defaults=defaults, repeats=repeats,
+                        console=out_console, progress_console=err)
+
+    run_cli(go, debug)
 
 
 @app.command()

@@ -96,6 +96,35 @@ def summarise_scrapes(scrapes: list[dict[str, float]]) -> ServerMetrics | None:
     return ServerMetrics.model_validate(out)
 
 
+async def wait_idle(url: str | None, *, timeout_s: float = 60.0, poll_s: float = 0.5,
+                    pause_s: float = 2.0) -> bool:
+    """Wait until the engine at ``url`` (its metrics) has no request running or waiting, so
+    that what one run left behind (requests a stopped step abandoned, which the engine may
+    still be working on) does not load the next. Without metrics, pause ``pause_s``.
+    Returns whether the engine was seen idle."""
+    running, waiting = GAUGES["running"], GAUGES["queue_length"]
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    async with httpx.AsyncClient(timeout=httpx.Timeout(5.0)) as http:
+        while url is not None:
+            try:
+                resp = await http.get(url)
+            except httpx.HTTPError:
+                break
+            if resp.status_code != 200:
+                break
+            values = await asyncio.to_thread(parse_sample, resp.text)
+            busy = [_pick(values, running), _pick(values, waiting)]
+            if all(v is None for v in busy):
+                break
+            if sum(v or 0.0 for v in busy) == 0:
+                return True
+            if asyncio.get_running_loop().time() >= deadline:
+                return False
+            await asyncio.sleep(poll_s)
+    await asyncio.sleep(pause_s)
+    return False
+
+
 _MISSING: set[str] = set()  # endpoints already reported missing: say so once, not every run
 
 

@@ -14,6 +14,7 @@ from tuner.loadgen.probe import normalise_endpoint, probe_endpoint
 from tuner.loadgen.progress import NULL_PROGRESS, Progress
 from tuner.loadgen.records import RequestRecord
 from tuner.loadgen.runner import Runner, StopCheck
+from tuner.loadgen.scraper import wait_idle
 from tuner.measurement.capacity import CapacityResult, find_capacity
 from tuner.measurement.early_stop import SloGuard
 from tuner.measurement.warmup import WARMUP_EPOCH, WarmupResult, warm_up
@@ -92,6 +93,7 @@ class Bench:
         async def step(load: float, epoch: int) -> RunSummary:
             if before_step is not None:
                 before_step()
+            await wait_idle(self.runner.metrics_url)  # what the last step left must not count
             self.runner.progress.status("phase", f"measuring at load {load:.3g}")
             return await self.once(load, epoch=first_epoch + epoch,
                                    duration_s=self.step_duration(load),

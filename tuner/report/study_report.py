@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 
 def study_verdict(engine: str, r: RemeasureOutcome | None, defaults: TrialResult | None,
-            best: TrialResult | None) -> str:
+                  best: TrialResult | None) -> str:
     if best is None:
         return f"no configuration of {engine} met the SLOs"
     if defaults is None or not defaults.feasible:
@@ -35,6 +35,13 @@ def study_verdict(engine: str, r: RemeasureOutcome | None, defaults: TrialResult
         ratio = (defaults.cost_per_m_output_tokens or 0) / (best.cost_per_m_output_tokens or 1)
         return f"tuning {engine} saved {ratio:.2f}x in the search (not re-measured)"
     d = r.tuning_delta
+    unmeasured = [c for c in r.candidates if c.cost is None and not c.defaults]
+    if r.winner.defaults and unmeasured:
+        why = "; ".join(unmeasured[0].failures[:1]) or "no run produced output"
+        return (f"{engine}'s defaults were the cheapest of the configurations re-measured, but "
+                f"trial {unmeasured[0].trial} (the search's "
+                f"{'best' if unmeasured[0].trial == best.number else 'runner-up'}) could not "
+                f"be re-measured ({why}): no verdict on it")
     if r.winner.defaults:
         return (f"{engine}'s defaults stayed the cheapest on fresh starts: tuning found "
                 "nothing better")

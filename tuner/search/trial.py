@@ -144,8 +144,10 @@ def crash_failure(handle: EngineHandle, spec: EngineSpec) -> Failure:
                    f"load ({evidence})", handle.log_tail())
 
 
-def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, defaults: bool
-              ) -> TrialResult:
+def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, defaults: bool,
+              tag: str | None = None) -> TrialResult:
+    """Measure ``config`` (or the engine's defaults) on a fresh engine start; ``tag`` names
+    its log and records (default ``trial-NNN``)."""
     t0 = time.monotonic()
     recorded = ctx.defaults_config() if defaults else config
     result = TrialResult(number=number, config=recorded, defaults=defaults, outcome="ok",
@@ -156,7 +158,7 @@ def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, default
         result.broken_rules, result.detail = broken, f"rejected before launch: {broken[0]}"
         result.timing = Timing(wall_s=time.monotonic() - t0)
         return result
-    tag = f"trial-{number:03d}"
+    tag = tag or f"trial-{number:03d}"
     timing = Timing()
     handle: EngineHandle | None = None
     try:

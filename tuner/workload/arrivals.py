@@ -34,6 +34,11 @@ class _OpenLoop(StrictModel):
     def closed_loop(self) -> bool:
         return False
 
+    @property
+    def unit(self) -> str:
+        """What ``load`` counts."""
+        return "req/s"
+
     def _gaps(self, rng: np.random.Generator, n: int) -> np.ndarray:
         raise NotImplementedError
 
@@ -115,6 +120,11 @@ class ConcurrencyArrivals(StrictModel):
     def closed_loop(self) -> bool:
         return True
 
+    @property
+    def unit(self) -> str:
+        """What ``load`` counts."""
+        return "concurrent requests"
+
     def with_load(self, load: float) -> ConcurrencyArrivals:
         return self.model_copy(update={"concurrency": max(1, round(load))})
 
@@ -176,6 +186,11 @@ class TraceArrivals(StrictModel):
     @property
     def closed_loop(self) -> bool:
         return False
+
+    @property
+    def unit(self) -> str:
+        """What ``load`` counts."""
+        return "req/s"
 
     @property
     def load(self) -> float:

@@ -1,0 +1,46 @@
+"""`tune measure` on a real vLLM: two fresh starts of its defaults, each warmed up, each with a
+bracketed capacity, and the two agree within their brackets."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_measure_twice_agrees_within_its_intervals(tiny_model: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tuner", "measure", "--engine", "vllm",
+         "--workload", str(REPO / "tests" / "data" / "workload-ci.yaml"),
+         "--model", str(tiny_model), "--repeats", "2", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(next(tmp_path.glob("measure-vllm-workload-ci-*/measure.json"))
+                        .read_text())
+    starts = report["repeats"]
+    assert [s["outcome"] for s in starts] == ["ok", "ok"]
+    brackets = []
+    for s in starts:
+        warm = s["capacity"]["warmup"]
+        assert warm["stable"], warm
+        assert len(warm["rounds"]) >= 2
+        assert s["timing"]["warmup_s"] > 0
+        found = s["capacity"]["estimate"]
+        assert found["low"] <= found["load"] <= (found["high"] or found["load"])
+        assert s["max_load"] == found["load"]
+        passed = s["capacity"]["best"]
+        assert passed["ttft_ms"]["p95_low"] is not None  # every step's p95 has its interval
+        brackets.append((found["low"], found["high"] or float("inf")))
+    (a_low, a_high), (b_low, b_high) = brackets
+    assert a_low <= b_high
+    assert b_low <= a_high
+    assert report["capacity"]["n"] == 2
+    assert report["capacity"]["cv"] is not None
+    assert "capacity (req/s):" in done.stdout
+    assert "CV" in done.stdout

@@ -1,0 +1,43 @@
+"""A re-measurement that could not measure says so; it is not a loss for the configuration."""
+
+from __future__ import annotations
+
+from tuner.metrics.bootstrap import Interval
+from tuner.report.study_report import study_verdict
+from tuner.search.outcome import Timing, TrialResult
+from tuner.search.remeasure import Remeasured, RemeasureOutcome
+
+
+def remeasured(trial: int, defaults: bool, cost: float | None, failures: list[str]
+               ) -> Remeasured:
+    return Remeasured(engine="vllm", trial=trial, defaults=defaults, config={}, load=2.0,
+                      runs=1, slo_passed_runs=int(cost is not None), failures=failures,
+                      cost=None if cost is None else Interval(value=cost, low=cost, high=cost),
+                      ttft_p95_ms=[], itl_p95_ms=[], output_tokens_per_s=[], command=None)
+
+
+def trial(number: int, defaults: bool, cost: float) -> TrialResult:
+    return TrialResult(number=number, config={}, defaults=defaults, outcome="ok",
+                       cost_per_m_output_tokens=cost, max_load=2.0)
+
+
+def test_an_unmeasured_best_is_not_called_a_loss() -> None:
+    d = remeasured(0, True, 0.85, [])
+    best = remeasured(4, False, None, ["crashed_during_load: engine exited with code 1"])
+    outcome = RemeasureOutcome(candidates=[d, best], winner=d, defaults=d,
+                               tuning_delta=Interval(value=1, low=1, high=1), runs=[],
+                               timing=Timing())
+    text = study_verdict("vLLM", outcome, trial(0, True, 0.853), trial(4, False, 0.516))
+    assert "could not be re-measured" in text
+    assert "trial 4" in text
+    assert "crashed_during_load" in text
+    assert "nothing better" not in text
+
+
+def test_defaults_that_stay_cheapest_on_fresh_starts_are_said_so() -> None:
+    d, other = remeasured(0, True, 0.85, []), remeasured(4, False, 0.9, [])
+    outcome = RemeasureOutcome(candidates=[d, other], winner=d, defaults=d,
+                               tuning_delta=Interval(value=1, low=1, high=1), runs=[],
+                               timing=Timing())
+    text = study_verdict("vLLM", outcome, trial(0, True, 0.853), trial(4, False, 0.516))
+    assert "stayed the cheapest" in text

@@ -1,0 +1,110 @@
+"""``tune measure``: one configuration, started N times, its capacity and cost each time.
+
+Users run it to learn how noisy their setup is before a study. Each repeat is exactly what a
+trial of a study does (``run_trial``: fresh start, readiness, warm-up, capacity search,
+interpolated capacity and its cost); the spread across repeats is the measurement's noise.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from rich.console import Console
+
+from tuner.commands.live_progress import RichProgress
+from tuner.commands.prepare import prepare
+from tuner.commands.teardown import guarded
+from tuner.errors import ConfigError
+from tuner.metrics.spread import Spread, spread
+from tuner.report.measure_report import measure_table, spread_lines
+from tuner.search.outcome import TrialResult
+from tuner.search.study_config import StudyConfig
+from tuner.search.trial import run_trial
+from tuner.settings import Settings
+from tuner.validation import load_yaml
+
+
+class MeasureReport(BaseModel):
+    engine: str
+    engine_version: str
+    workload: str
+    hardware: str
+    config: dict[str, Any]
+    defaults: bool
+    repeats: list[TrialResult]
+    capacity: Spread | None
+    cost: Spread | None
+    wall_s: float
+
+
+def config_to_measure(config: str, study_dir: Path | None, trial: int | None
+                      ) -> tuple[dict[str, Any], bool]:
+    """The knobs to measure and whether they are the engine's defaults."""
+    if trial is not None:
+        if study_dir is None:
+            raise ConfigError("--trial needs --study-dir, the folder of the study it is from")
+        path = study_dir / "trials" / f"trial-{trial:03d}.json"
+        if not path.is_file():
+            raise ConfigError(f"{path} not found: give a trial number the study has finished")
+        found = TrialResult.model_validate_json(path.read_text())
+        return ({} if found.defaults else found.config), found.defaults
+    if config == "defaults":
+        return {}, True
+    data = load_yaml(Path(config))
+    if not isinstance(data, dict):
+        raise ConfigError(f"{config}: give a mapping of knob values (or a study's "
+                          "best_config.yaml)")
+    if isinstance(data.get("config"), dict):  # a best_config.yaml a study wrote
+        chosen = bool(data.get("defaults"))
+        return ({} if chosen else data["config"]), chosen
+    return data, False
+
+
+def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, Any],
+                    defaults: bool, repeats: int, console: Console,
+                    progress_console: Console) -> MeasureReport:
+    t0 = time.monotonic()
+    prep = prepare(cfg, settings)
+    unknown = sorted(set(config) - set(prep.spec.knobs))
+    if unknown:
+        raise ConfigError(f"{prep.spec.name} has no knob {unknown[0]!r}; the knobs are in "
+                          f"engines/{prep.spec.name}.yaml")
+    results: list[TrialResult] = []
+    with guarded(prep.launcher), RichProgress(progress_console) as progress:
+        progress.status("measure", f"{prep.spec.display_name} {prep.engine_version}, "
+                        f"{'defaults' if defaults else config}, {repeats} fresh starts")
+        ctx = prep.context(progress)
+        for rep in range(repeats):
+            progress.status("repeat", f"{rep + 1} of {repeats}")
+            result = run_trial(ctx, rep, config, defaults=defaults, tag=f"measure-{rep:03d}")
+            results.append(result)
+            prep.tracker.log_trial(result)
+            progress.note(result.line().replace("trial", "start", 1))
+    report = MeasureReport(
+        engine=prep.spec.name, engine_version=prep.engine_version, workload=str(cfg.workload),
+        hardware=prep.hardware.describe(), config=results[0].config if results else config,
+        defaults=defaults, repeats=results,
+        capacity=spread([r.max_load for r in results if r.max_load is not None]),
+        cost=spread([r.cost_per_m_output_tokens for r in results
+                     if r.cost_per_m_output_tokens is not None]),
+        wall_s=time.monotonic() - t0)
+    out = cfg.run_dir / "measure.json"
+    out.write_text(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
+    prep.tracker.finish_study(
+        metrics={k: v for k, v in {
+            "capacity_mean": report.capacity.mean if report.capacity else None,
+            "capacity_cv": report.capacity.cv if report.capacity else None,
+            "cost_mean": report.cost.mean if report.cost else None,
+            "cost_cv": report.cost.cv if report.cost else None}.items() if v is not None},
+        artifacts=[("", out)], texts={})
+    console.print(measure_table(report.repeats,
+                                title=f"{prep.spec.display_name} on {report.hardware}"))
+    for line in spread_lines(report.capacity, report.cost, prep.workload.arrival.unit):
+        console.print(line)
+    console.print(f"{len([r for r in results if r.feasible])} of {repeats} starts met the SLOs; "
+                  f"{time.monotonic() - t0:.0f}s in all; figures in {out}")
+    return report
