@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
@@ -24,6 +25,11 @@ from tuner.workload.models import Workload
 from tuner.workload.plan import PlannedRequest, RequestFactory, is_warmup, send_offsets_ns
 
 MAX_POOL = 20_000
+CLIENT_SATURATED = 0.9
+"""Cores of client CPU (this process, all threads) past which a run warns that the load
+generator may be what limits it."""
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -37,6 +43,8 @@ class RunOutcome:
     stopped_early: str | None
     server: ServerMetrics | None
     open_loop: bool = True
+    client_cpu: float | None = None
+    """CPU the load generator used during the run, in cores (1.0: one core saturated)."""
 
 
 Dispatch = Callable[[StreamClient, int, RunProgress], Awaitable[None]]
@@ -102,14 +110,19 @@ class Runner:
         try:
             async with self._client(pool) as client, \
                     MetricsScraper(self.metrics_url) as scraper:
-                t0 = time.perf_counter_ns()
+                t0, cpu0 = time.perf_counter_ns(), time.process_time()
                 stopped = await self._supervise(dispatch(client, t0, shown), records,
                                                 stop_check, t0)
                 wall = time.perf_counter_ns() - t0
+                cpu = (time.process_time() - cpu0) / (wall / 1e9) if wall else None
         finally:
             shown.finished()
+        if cpu is not None and cpu > CLIENT_SATURATED:
+            log.warning("the load generator used %.2f cores at load %g: it may be the "
+                        "bottleneck, not the engine", cpu, arrival.load)
         return RunOutcome(arrival.load, records, planned, wall, stopped, scraper.summary(),
-                          open_loop=not isinstance(arrival, ConcurrencyArrivals))
+                          open_loop=not isinstance(arrival, ConcurrencyArrivals),
+                          client_cpu=cpu)
 
     async def _supervise(self, dispatch: Awaitable[None], records: list[RequestRecord],
                          stop_check: StopCheck | None, t0: int) -> str | None:

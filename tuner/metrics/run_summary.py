@@ -62,6 +62,8 @@ class RunSummary(BaseModel):
     dispatch_lag_ms: f.Dist
     server: ServerMetrics | None
     error_samples: list[str]
+    client_cpu: float | None = None
+    """Cores of CPU the load generator used during the run."""
     offered_tokens_per_s: float | None = None
     """Open loop: output tokens offered per second over the steady window (see keep_up)."""
     delivered_tokens_per_s: float | None = None
@@ -152,6 +154,7 @@ def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: 
                                    if r.sent_ns]),
         server=outcome.server,
         error_samples=sorted({r.error for r in recs if r.error})[:5],
+        client_cpu=outcome.client_cpu,
         offered_tokens_per_s=kept.offered_tokens_per_s if kept else None,
         delivered_tokens_per_s=kept.delivered_tokens_per_s if kept else None,
     )

@@ -30,6 +30,8 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
     ]
     if s.stopped_early:
         rows.append(("stopped early", s.stopped_early))
+    if s.client_cpu is not None:
+        rows.append(("load generator CPU", f"{s.client_cpu:.2f} cores"))
     if s.mismatched:
         rows.append(("not as planned", f"{s.mismatched} requests (see their `mismatch`)"))
     srv = s.server
