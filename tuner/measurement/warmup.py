@@ -3,7 +3,7 @@
 An engine's first requests are not its steady state: vLLM compiles new batch shapes, caches
 are allocated, pages are faulted in. Rounds of the workload's own mix are sent at the first
 load of the capacity search (fresh prompts, never measured) until two rounds in a row have
-median TTFT and median ITL within ``tolerance`` of each other, or ``max_s`` has passed.
+median TTFT and median TPOT within ``tolerance`` of each other, or ``max_s`` has passed.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class WarmupRound(BaseModel):
     load: float
     requests: int
     ttft_p50_ms: float | None
-    itl_p50_ms: float | None
+    tpot_p50_ms: float | None
 
 
 class WarmupResult(BaseModel):
@@ -33,13 +33,13 @@ class WarmupResult(BaseModel):
 
 
 def settled(rounds: Sequence[WarmupRound], tolerance: float, min_rounds: int = 2) -> bool:
-    """The last round's median TTFT and ITL are within ``tolerance`` (relative) of the round
+    """The last round's median TTFT and TPOT are within ``tolerance`` (relative) of the round
     before, and at least ``min_rounds`` were run."""
     if len(rounds) < max(2, min_rounds):
         return False
     last, before = rounds[-1], rounds[-2]
     for now, then in ((last.ttft_p50_ms, before.ttft_p50_ms),
-                      (last.itl_p50_ms, before.itl_p50_ms)):
+                      (last.tpot_p50_ms, before.tpot_p50_ms)):
         if now is None or then is None:
             if now is not then:  # one round has the figure and the other not: not settled
                 return False
@@ -57,7 +57,7 @@ async def warm_up(run_round: Callable[[int], Awaitable[RunSummary]], cfg: Engine
     while True:
         s = await run_round(len(rounds))
         rounds.append(WarmupRound(load=s.load, requests=s.requests, ttft_p50_ms=s.ttft_ms.p50,
-                                  itl_p50_ms=s.itl_ms.p50))
+                                  tpot_p50_ms=s.tpot_ms.p50))
         if settled(rounds, cfg.tolerance, cfg.min_rounds):
             return WarmupResult(rounds=rounds, seconds=clock() - start, stable=True)
         if clock() - start >= cfg.max_s:

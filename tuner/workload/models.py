@@ -54,7 +54,8 @@ class Stop(StrictModel):
 class EngineWarmup(StrictModel):
     """Warming a freshly started engine on the workload's own mix before it is measured:
     rounds of requests at the capacity search's first load until the rounds' median TTFT and
-    median ITL stop moving (each within ``tolerance`` of the round before), bounded in time."""
+    median TPOT (per request: time after the first token over the tokens after it) stop moving
+    (each within ``tolerance`` of the round before), bounded in time."""
 
     enabled: bool = True
     round_requests: int = Field(default=12, ge=2, description="requests per round")

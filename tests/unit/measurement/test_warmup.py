@@ -12,23 +12,23 @@ from tuner.workload.models import EngineWarmup
 
 
 def rounds(*medians: tuple[float, float]) -> list[WarmupRound]:
-    return [WarmupRound(load=1, requests=12, ttft_p50_ms=t, itl_p50_ms=i) for t, i in medians]
+    return [WarmupRound(load=1, requests=12, ttft_p50_ms=t, tpot_p50_ms=i) for t, i in medians]
 
 
 @pytest.mark.parametrize(("medians", "expected"), [
     ([(900, 40)], False),                          # one round proves nothing
     ([(900, 40), (300, 20)], False),               # compiling: the first round was slow
     ([(900, 40), (300, 20), (280, 21)], True),     # settled within 25%
-    ([(300, 20), (280, 30)], False),               # TTFT settled, ITL did not
-    ([(300, None), (290, None)], True),            # one-token outputs have no ITL
+    ([(300, 20), (280, 30)], False),               # TTFT settled, TPOT did not
+    ([(300, None), (290, None)], True),            # one-token outputs have no TPOT
 ])
 def test_settled(medians: list[tuple[float, float]], expected: bool) -> None:
     assert settled(rounds(*medians), tolerance=0.25) is expected
 
 
-def summary_with(ttft_ms: float, itl_ms: float) -> RunSummary:
+def summary_with(ttft_ms: float, tpot_ms: float) -> RunSummary:
     return fake_summary(1.0, True).model_copy(update={
-        "ttft_ms": dist_ms([ttft_ms * 1e6] * 5), "itl_ms": dist_ms([itl_ms * 1e6] * 5)})
+        "ttft_ms": dist_ms([ttft_ms * 1e6] * 5), "tpot_ms": dist_ms([tpot_ms * 1e6] * 5)})
 
 
 async def test_warm_up_runs_until_the_medians_settle() -> None:
