@@ -1,12 +1,14 @@
-"""Shared fixtures: the project's tiny model (made locally, cached between runs)."""
+"""Shared fixtures: a cache of the test session's own, and the tiny model made in it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tokenizers import Tokenizer
 
+from tuner.models.gguf_export import make_gguf_variants
 from tuner.models.tiny import SERVED_NAME, make_tiny_model
 from tuner.settings import Settings
 from tuner.workload.prompts import PromptSynth
@@ -14,10 +16,32 @@ from tuner.workload.prompts import PromptSynth
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def tuner_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A temporary ``TUNER_CACHE_DIR`` for the whole session, so that nothing a test runs
+    (in this process or in a ``python -m tuner`` child, which inherits the environment)
+    reads or writes the user's ``~/.cache/tuner``. The old value is restored at the end."""
+    cache = tmp_path_factory.mktemp("tuner-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TUNER_CACHE_DIR", str(cache))
+        yield cache
+
+
 @pytest.fixture(scope="session")
-def tiny_model() -> Path:
-    """The tiny Llama; `tune make-model` writes the same folder, so CI makes it once."""
-    return make_tiny_model(Settings().cache_dir / "models" / SERVED_NAME)
+def tiny_model(tuner_cache: Path) -> Path:
+    """The tiny Llama, made where `tune make-model` would put it in the session's cache,
+    so the tuner also finds it by name (a few seconds, once per session)."""
+    models = Settings().models_dir
+    assert models == tuner_cache / "models"
+    return make_tiny_model(models / SERVED_NAME)
+
+
+@pytest.fixture(scope="session")
+def gguf_model(tiny_model: Path) -> Path:
+    """The tiny model's folder with its GGUF variants (F16, Q8_0, Q4_0) beside the Hugging
+    Face files, as llama.cpp needs them; made by llama.cpp itself, once per session."""
+    make_gguf_variants(tiny_model)
+    return tiny_model
 
 
 @pytest.fixture(scope="session")

@@ -143,7 +143,9 @@ def test_trace_replay_sends_at_trace_offsets(tiny_model: Path, vllm: EngineHandl
         context={"base_dir": tmp_path})
     bench, _ = run(w, vllm)
     got = sends(bench)
-    assert np.max(np.abs(got - got[0] - np.array(offsets))) < 0.02
+    late = np.abs(got - got[0] - np.array(offsets))
+    assert np.median(late) < 0.005
+    assert late.max() < 0.05  # a busy 2-core machine may hold one send back, never by a gap
     assert [r.prompt_tokens for r in bench.records] == [30 + i for i in range(7)]
     assert [r.output_tokens for r in bench.records] == [3 + i for i in range(7)]
 
@@ -162,12 +164,17 @@ tokenizer: {tiny_model}
 classes:
   - {{name: c, weight: 1, input: {{dist: uniform, min: 50, max: 300}},
      output: {{dist: fixed, value: 24}}}}
-arrival: {{process: poisson, rate: 2}}
-stop: {{duration_s: 5}}
-slo: {{ttft_p95_ms: 400, itl_p95_ms: 80}}
+arrival: {{process: constant, rate: 2}}
+stop: {{duration_s: 4}}
+warmup: {{engine: {{round_requests: 6, max_s: 20}}}}
+slo: {{ttft_p95_ms: 10000, itl_p95_ms: 2000}}
 cost: {{usd_per_hour: 0.5}}
-capacity: {{max_steps: 5, tolerance: 0.3, step_duration_s: 5}}
+capacity: {{max_steps: 3, tolerance: 0.3, step_duration_s: 4, min_requests: 20,
+           max_step_s: 10, keep_up_tolerance: 0.25}}
 """)
+    # The SLOs (and the keep-up check, whose ratio a 20-request step's edges pull to about
+    # 0.95) are generous and the first load is low (the tiny model serves several req/s on
+    # two busy cores), so the first step passes and the search has a result.
     out = tmp_path / "res.json"
     done = tune_bench("--endpoint", vllm.base_url, "--workload", str(wl), "--find-capacity",
                       "--json", str(out))
@@ -175,14 +182,19 @@ capacity: {{max_steps: 5, tolerance: 0.3, step_duration_s: 5}}
     report = json.loads(out.read_text())
     assert report["mode"] == "capacity"
     steps = report["capacity"]["steps"]
-    assert 2 <= len(steps) <= 5
-    if report["result"] is not None:
-        assert report["result"]["slo"]["passed"]
-        assert report["result"]["cost_per_m_output_tokens"] > 0
+    assert len(steps) == 3  # 2, 4, then 8 req/s (or a bisection below 8): max_steps ends it
+    assert steps[0]["load"] == 2.0
+    assert steps[0]["slo"]["passed"], steps[0]["slo"]
+    best = report["result"]
+    assert best is not None
+    assert best["slo"]["passed"]
+    assert best["load"] == max(s["load"] for s in steps if s["slo"]["passed"])
+    assert best["cost_per_m_output_tokens"] > 0
+    assert report["capacity"]["estimate"]["low"] == best["load"]
     assert "capacity search" in done.stdout
     records = (tmp_path / "res.records.csv").read_text().splitlines()
-    assert len(records) > 5
     assert records[0].startswith("index,class_name")
+    assert len(records) - 1 == sum(s["requests"] for s in steps)
 
 
 def test_cli_names_a_model_the_server_does_not_serve(tiny_model: Path, vllm: EngineHandle,
@@ -213,7 +225,7 @@ def test_errors_are_recorded_when_the_server_stops_mid_run(tiny_model: Path,
     stopper = threading.Timer(3.0, vllm.stop)
     stopper.start()
     t0 = time.monotonic()
-    bench, s = run(w, vllm, early_stop=False)
+    bench, s = run(w, vllm)  # no stop_check: the run goes on through the errors
     stopper.join()
     assert time.monotonic() - t0 < 60
     ok = [r for r in bench.records if r.ok]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -30,9 +31,15 @@ def engines_of(owner: int) -> list[psutil.Process]:
     return found
 
 
-def wait_for(check: Callable[[], object], timeout: float, what: str) -> None:
+def wait_for(check: Callable[[], object], timeout: float, what: str,
+             tune: subprocess.Popen[bytes] | None = None, log: Path | None = None) -> None:
+    """Wait for ``check``; fail at the timeout, or at once (with the end of ``log``) if the
+    ``tune`` it waits on has exited."""
     deadline = time.monotonic() + timeout
     while not check():
+        if tune is not None and tune.poll() is not None:
+            tail = log.read_text()[-2000:] if log is not None else ""
+            pytest.fail(f"tune exited ({tune.returncode}) before {what}:\n{tail}")
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}")
         time.sleep(0.5)
@@ -50,7 +57,8 @@ def test_sigterm_mid_trial_leaves_no_engine(tiny_model: Path, tmp_path: Path) ->
     with (tmp_path / "err.txt").open("w") as err:
         tune = subprocess.Popen(vllm_command(tiny_model, tmp_path, "term"),
                                 stdout=subprocess.DEVNULL, stderr=err)
-        wait_for(lambda: len(engines_of(tune.pid)) >= 2, 180, "the engine and its children")
+        wait_for(lambda: len(engines_of(tune.pid)) >= 2, 180, "the engine and its children",
+                 tune, tmp_path / "err.txt")
         time.sleep(3)
         tune.send_signal(signal.SIGTERM)
         assert tune.wait(timeout=90) == 130
@@ -59,34 +67,39 @@ def test_sigterm_mid_trial_leaves_no_engine(tiny_model: Path, tmp_path: Path) ->
 
 
 def test_sigkill_leaves_orphans_that_cleanup_removes(tiny_model: Path, tmp_path: Path) -> None:
-    tune = subprocess.Popen(vllm_command(tiny_model, tmp_path, "kill"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for(lambda: len(engines_of(tune.pid)) >= 3, 180, "vLLM's process tree")
+    with (tmp_path / "err.txt").open("w") as err:
+        tune = subprocess.Popen(vllm_command(tiny_model, tmp_path, "kill"),
+                                stdout=subprocess.DEVNULL, stderr=err)
+    wait_for(lambda: len(engines_of(tune.pid)) >= 3, 180, "vLLM's process tree", tune,
+             tmp_path / "err.txt")
     tune.kill()
     tune.wait()
     time.sleep(2)
+    # The kernel kills the engine's first process with the tuner; its children outlive it.
     survivors = engines_of(tune.pid)
+    assert survivors, "no engine process outlived the killed tuner: nothing left to clean up"
     done = subprocess.run([sys.executable, "-m", "tuner", "cleanup"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    if survivors:  # the kernel kills the engine's first process; its children outlive it
-        assert "orphaned engine(s) removed" in done.stdout
+    removed = re.findall(r"^removed (.+)$", done.stdout, re.MULTILINE)
+    assert {f"pid {p.pid}" for p in survivors} <= {r.split(" (")[0] for r in removed}, \
+        done.stdout
+    assert f"{len(removed)} orphaned engine(s) removed" in done.stdout
     wait_for(lambda: not engines_of(tune.pid), 10, "no engine process left")
 
 
-def test_sigkill_then_rerun_cleans_up_and_resumes(tiny_model: Path, tmp_path: Path) -> None:
-    from tuner.models.gguf_export import make_gguf_variants
-
-    make_gguf_variants(tiny_model)
+def test_sigkill_then_rerun_cleans_up_and_resumes(gguf_model: Path, tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "tuner", "--engine", "llamacpp",
            "--workload", str(REPO / "tests" / "data" / "workload-llamacpp-ci.yaml"),
-           "--model", str(tiny_model), "--trials", "2", "--remeasure-top", "0",
+           "--model", str(gguf_model), "--trials", "2", "--remeasure-top", "0",
            "--out", str(tmp_path), "--study-name", "resume"]
     first_trial = tmp_path / "resume" / "trials" / "trial-000.json"
-    tune = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = tmp_path / "err.txt"
+    with log.open("w") as err:
+        tune = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
     try:
-        wait_for(first_trial.exists, 300, "the first trial to finish")
-        wait_for(lambda: engines_of(tune.pid), 120, "the second trial's engine")
+        wait_for(first_trial.exists, 300, "the first trial to finish", tune, log)
+        wait_for(lambda: engines_of(tune.pid), 120, "the second trial's engine", tune, log)
         time.sleep(1)
     finally:
         tune.kill()

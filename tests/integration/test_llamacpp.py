@@ -17,12 +17,12 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def gguf_model(tiny_model: Path) -> Path:
-    variants = make_gguf_variants(tiny_model)
+def test_gguf_variants_are_made_beside_the_model(gguf_model: Path) -> None:
+    variants = make_gguf_variants(gguf_model)  # the session's fixture made them: kept as is
     assert set(variants) == {"F16", "Q8_0", "Q4_0"}
-    assert variants["Q4_0"].stat().st_size < variants["F16"].stat().st_size
-    return tiny_model
+    assert all(path.parent == gguf_model for path in variants.values())
+    sizes = {name: path.stat().st_size for name, path in variants.items()}
+    assert sizes["Q4_0"] < sizes["Q8_0"] < sizes["F16"]
 
 
 def test_gguf_tokenizer_counts_prompts_exactly_like_the_harness(gguf_model: Path) -> None:
