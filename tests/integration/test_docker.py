@@ -13,29 +13,15 @@ from pathlib import Path
 
 import docker
 import pytest
-from docker.errors import DockerException
+
+from tests.integration.conftest import IMAGE, REPO
 
 pytestmark = pytest.mark.integration
-REPO = Path(__file__).resolve().parents[2]
-IMAGE = "tuner-test/vllm-cpu:local"
 
 
 @pytest.fixture(scope="module", autouse=True)
-def client() -> docker.DockerClient:
-    """The daemon every test here needs, or a skip that says why there is none."""
-    try:
-        found = docker.from_env()
-        found.ping()
-    except (DockerException, OSError) as exc:
-        pytest.skip(f"no Docker daemon reachable: {exc}")
-    return found
-
-
-@pytest.fixture(scope="module")
-def image(client: docker.DockerClient) -> str:
-    subprocess.run(["bash", str(REPO / "tests" / "images" / "build-vllm-cpu.sh"), IMAGE],
-                   check=True, timeout=900)
-    return IMAGE
+def _daemon(client: docker.DockerClient) -> None:
+    """Every test here needs the daemon (or skips, saying why there is none)."""
 
 
 def ours(client: docker.DockerClient, owner: int) -> list[object]:

@@ -9,9 +9,7 @@ from collections.abc import Iterator
 
 import docker
 import pytest
-from docker.errors import DockerException
 
-from tests.integration.test_docker import image  # noqa: F401 - the fixture that builds it
 from tests.launcher_contract import LauncherCase, LauncherContract
 from tuner.launch.base import EngineHandle
 from tuner.launch.docker import ContainerHandle, DockerLauncher
@@ -39,17 +37,6 @@ class DockerCase(LauncherCase):
     def kill(self, handle: EngineHandle) -> None:
         assert isinstance(handle, ContainerHandle)
         self.client.containers.get(handle.container_id).kill()
-
-
-@pytest.fixture(scope="module")
-def client() -> docker.DockerClient:
-    """The daemon, or a skip saying why there is none (``image`` builds through it)."""
-    try:
-        found = docker.from_env()
-        found.ping()
-    except (DockerException, OSError) as exc:
-        pytest.skip(f"no Docker daemon reachable: {exc}")
-    return found
 
 
 @pytest.fixture(params=["process", "docker"])
