@@ -62,6 +62,21 @@ def test_exact_input_lengths_and_forced_output_lengths(tiny_model: Path,
     assert {r.class_name for r in recs} == {"short", "long"}
     assert s.server is not None
     assert s.server.samples >= 2
+    assert s.mismatched == 0
+    assert all(r.mismatch is None for r in recs)
+
+
+def test_a_plain_run_measures_what_it_was_asked_even_when_the_slo_is_lost(
+        tiny_model: Path, vllm: EngineHandle) -> None:
+    """An SLO no engine can meet (1 ms TTFT): a plain run still sends and records every
+    planned request (on main it stopped after a few), and says the SLO failed."""
+    hopeless = {"ttft_p95_ms": 1, "itl_p95_ms": 1000, "max_error_rate": 0.5}
+    bench, s = run(workload(tiny_model, slo=hopeless, stop={"requests": 16}), vllm)
+    assert len(bench.records) == 16
+    assert s.stopped_early is None
+    assert all(r.ok for r in bench.records), [r.error for r in bench.records if not r.ok]
+    assert not s.slo.passed
+    assert "ttft_p95_ms" in s.slo.failed()
 
 
 def test_chat_api_counts_the_template_once(tiny_model: Path, vllm: EngineHandle) -> None:
