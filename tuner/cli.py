@@ -104,7 +104,8 @@ def tune(
         "(0: no re-measurement)")] = 2,
     repeats: Annotated[int, typer.Option(help="fresh starts per re-measured config")] = 1,
     remeasure_duration: Annotated[float | None, typer.Option(
-        help="seconds per re-measurement; default: the capacity step duration")] = None,
+        help="seconds per re-measurement; default: a capacity step's (min_requests, at "
+        "least step_duration_s)")] = None,
     enqueue: Annotated[Path | None, typer.Option(
         help="YAML of configurations (or a list of them) to try first")] = None,
     device: Annotated[str, typer.Option(help="auto, cpu or gpu")] = "auto",
@@ -186,7 +187,8 @@ def compare(
     tracking_uri: Annotated[str | None, typer.Option(
         help="MLflow tracking URI; default: SQLite in the comparison folder")] = None,
     duration: Annotated[float | None, typer.Option(
-        help="seconds per re-measurement; default: the capacity step duration")] = None,
+        help="seconds per re-measurement; default: a capacity step's (min_requests, at "
+        "least step_duration_s)")] = None,
     launcher: Annotated[str, typer.Option(help="process or docker")] = "process",
     debug: Debug = False,
 ) -> None:

@@ -20,6 +20,7 @@ from tuner.launch.base import EngineHandle
 from tuner.launch.readiness import wait_ready
 from tuner.loadgen.progress import NULL_PROGRESS, Progress
 from tuner.loadgen.records import RequestRecord
+from tuner.loadgen.scraper import wait_idle
 from tuner.measurement.bench_session import Bench, open_bench
 from tuner.measurement.capacity import CapacityResult
 from tuner.metrics.run_summary import RunSummary
@@ -28,7 +29,8 @@ from tuner.workload.models import Workload
 
 class Measurer(Protocol):
     """Contract: ``wait_ready`` returns the seconds it waited or raises EngineStartError;
-    ``capacity`` and ``run_at`` return figures with the per-request records, and raise
+    ``capacity`` (warm-up, then the capacity search) and ``run_at`` (warm-up, then one run
+    at a load: re-measurement) return figures with the per-request records, and raise
     EngineCrashed when the engine died, EndpointError when it does not serve the workload.
     Both raise nothing else on purpose; an unexpected error is the trial's outcome too."""
 
@@ -78,8 +80,12 @@ class HttpMeasurer:
                duration_s: float | None) -> tuple[RunSummary, list[RequestRecord]]:
         async def go() -> tuple[RunSummary, list[RequestRecord]]:
             bench = await self._bench(handle, accelerators)
+            if self.workload.warmup.engine.enabled:  # a fresh start, warmed as for a trial
+                await bench.warm_up(load)
+            await wait_idle(handle.metrics_url)
             self.progress.status("phase", f"measuring at load {load:.3g}")
-            summary = await bench.once(load, epoch=epoch, duration_s=duration_s)
+            summary = await bench.once(load, epoch=epoch,
+                                       duration_s=duration_s or bench.step_duration(load))
             return summary, bench.records
         return asyncio.run(go())
 

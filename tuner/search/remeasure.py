@@ -135,7 +135,7 @@ def _measure_once(cand: Candidate, rep: int, duration_s: float | None, timing: T
             try:
                 summary, records = ctx.measurer.run_at(
                     handle, trial.accelerators, trial.max_load, epoch=EPOCH_BASE + rep,
-                    duration_s=duration_s or ctx.workload.capacity.step_duration_s)
+                    duration_s=duration_s)
             finally:
                 timing.measure_s += time.monotonic() - t_measure
             run.summary, run.records_path = summary, ctx.write_records(records, tag)
