@@ -4,7 +4,8 @@ Bracket first (double the load while it passes, halve it while it fails), then
 bisect between the highest pass and the lowest fail until they are within
 ``tolerance`` of each other, bounded in steps and wall time. Closed-loop loads
 (concurrency) are integers and bisect to neighbours. Each step uses fresh
-prompts (its own epoch) so steps do not warm each other's prefix cache.
+prompts (its own epoch) so steps do not warm each other's prefix cache. A failing
+load is measured again before it counts as failed (``confirm_failures``).
 
 The capacity is then estimated between the bracketing steps (:func:`estimate`): for each
 check the failing step failed, the load at which it crosses its bound, linearly interpolated
@@ -120,6 +121,11 @@ async def find_capacity(step: Step, start: float, cfg: CapacitySearch, *, intege
         nonlocal low, high
         summary = await step(load, len(steps))
         steps.append(summary)
+        if not summary.slo.passed and cfg.confirm_failures and budget() is None:
+            # A load fails only if it fails twice: one stalled second (a new batch shape
+            # compiled, a noisy neighbour) must not put the bracket below the capacity.
+            summary = await step(load, len(steps))
+            steps.append(summary)
         if summary.slo.passed:
             if low is None or load > low.load:
                 low = summary

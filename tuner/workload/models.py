@@ -116,6 +116,9 @@ class CapacitySearch(StrictModel):
                               "give a p95 a 95% upper bound within the sample")
     max_step_s: float = Field(default=120.0, gt=0, description="the longest a step may last "
                               "to reach min_requests")
+    confirm_failures: bool = Field(default=True, description="measure a failing load again "
+                                   "before it counts as failed (a transient stall is then "
+                                   "not taken for the capacity)")
     keep_up_tolerance: float = Field(default=0.1, gt=0, lt=1, description="a step passes only "
                                      "if the engine delivered at least (1 - this) of the "
                                      "offered output tokens over its steady window")

@@ -58,3 +58,32 @@ async def test_no_passing_load_reports_none() -> None:
     result = await find_capacity(step, 1, CapacitySearch(min_load=0.1, max_steps=20))
     assert result.best is None
     assert result.stopped_by == "min_load"
+
+
+async def test_a_load_that_fails_once_is_measured_again() -> None:
+    """A transient stall fails the first step at 8; measured again, 8 passes, so the bracket
+    stays above it."""
+    calls: list[float] = []
+
+    async def step(load: float, epoch: int) -> RunSummary:
+        calls.append(load)
+        transient = load == 8 and calls.count(8) == 1
+        return fake_summary(load, load <= 10 and not transient)
+
+    result = await find_capacity(step, 4, CapacitySearch(tolerance=0.3, max_steps=30))
+    assert result.best is not None
+    assert result.best.load >= 8
+    assert calls[:3] == [4, 8, 8]
+    assert calls.count(16) == 2  # a real failure is confirmed too
+
+
+async def test_confirmation_can_be_turned_off() -> None:
+    calls: list[float] = []
+
+    async def step(load: float, epoch: int) -> RunSummary:
+        calls.append(load)
+        return fake_summary(load, load <= 10)
+
+    await find_capacity(step, 4, CapacitySearch(tolerance=0.3, max_steps=30,
+                                                confirm_failures=False))
+    assert calls.count(16) == 1
