@@ -37,7 +37,7 @@ class KeepUp:
         """Delivered / offered output tokens over the steady window."""
         return self.delivered_tokens_per_s / self.offered_tokens_per_s
 
-    def backlog_limit(self, factor: float = 2.0, slack: int = 4) -> float:
+    def backlog_limit(self, factor: float = 3.0, slack: int = 8) -> float:
         return factor * self.steady_in_flight + slack
 
 

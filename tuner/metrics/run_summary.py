@@ -86,7 +86,7 @@ def slo_verdict(w: Workload, s: dict[str, float | None], completed: int) -> SloV
 
 def with_keep_up(verdict: SloVerdict, kept: KeepUp, tolerance: float) -> SloVerdict:
     """The verdict with the engine's keeping up: delivered >= (1 - tolerance) x offered output
-    tokens over the steady window, and a backlog within twice its steady state (+4)."""
+    tokens over the steady window, and a backlog within three times its steady state (+8)."""
     checks = [*verdict.checks,
               SloCheck(name="throughput", value=kept.ratio, bound=1 - tolerance,
                        ok=kept.ratio >= 1 - tolerance),
