@@ -67,13 +67,6 @@ class Bench:
         """Warm the engine at ``load`` until its latencies settle (see measurement.warmup)."""
         cfg = self.workload.warmup.engine
         rounds = cfg.round_requests
-        open_loop = not isinstance(self.workload.arrival, ConcurrencyArrivals)
-        for i, size in enumerate(cfg.bursts if open_loop else ()):
-            self.runner.progress.status("phase", f"warming up the engine (a burst of {size})")
-            burst_rate = 100.0 * size  # all of them within about 10 ms
-            await self.once(burst_rate, epoch=WARMUP_EPOCH - 1 - i, duration_s=size / burst_rate,
-                            keep=False)
-            await wait_idle(self.runner.metrics_url)
 
         async def run_round(i: int) -> RunSummary:
             self.runner.progress.status("phase", f"warming up the engine (round {i + 1})")

@@ -58,10 +58,6 @@ class EngineWarmup(StrictModel):
     (each within ``tolerance`` of the round before), bounded in time."""
 
     enabled: bool = True
-    bursts: tuple[int, ...] = Field(default=(8, 32, 128), description="requests sent at once, "
-                                    "one burst of each size, before the rounds: the engine "
-                                    "meets the batch shapes of high loads (vLLM compiles new "
-                                    "ones on first sight) before any step is measured")
     round_requests: int = Field(default=12, ge=2, description="requests per round")
     tolerance: float = Field(default=0.25, gt=0, lt=1, description="relative change of the "
                              "rounds' medians that counts as stable")
