@@ -42,10 +42,15 @@ def study_verdict(engine: str, r: RemeasureOutcome | None, defaults: TrialResult
                 f"trial {unmeasured[0].trial} (the search's "
                 f"{'best' if unmeasured[0].trial == best.number else 'runner-up'}) could not "
                 f"be re-measured ({why}): no verdict on it")
+    held = ""
+    if r.winner.slo_passed_runs < r.winner.runs:
+        held = (f" (but at load {r.winner.load:.3g} the SLOs held in only "
+                f"{r.winner.slo_passed_runs} of {r.winner.runs} fresh starts: the capacity "
+                "found in the search did not reproduce)")
     if r.winner.defaults:
         return (f"{engine}'s defaults stayed the cheapest on fresh starts: tuning found "
-                "nothing better")
-    return saved_text(engine, d)
+                f"nothing better{held}")
+    return saved_text(engine, d) + held
 
 
 def saved_text(engine: str, delta: Interval) -> str:

@@ -41,3 +41,12 @@ def test_defaults_that_stay_cheapest_on_fresh_starts_are_said_so() -> None:
                                timing=Timing())
     text = study_verdict("vLLM", outcome, trial(0, True, 0.853), trial(4, False, 0.516))
     assert "stayed the cheapest" in text
+
+
+def test_a_winner_whose_slos_did_not_hold_again_says_so() -> None:
+    d = remeasured(0, True, 0.85, []).model_copy(update={"slo_passed_runs": 0, "load": 48.0})
+    outcome = RemeasureOutcome(candidates=[d], winner=d, defaults=d,
+                               tuning_delta=Interval(value=1, low=1, high=1), runs=[],
+                               timing=Timing())
+    text = study_verdict("vLLM", outcome, trial(0, True, 0.853), trial(0, True, 0.853))
+    assert "the SLOs held in only 0 of 1 fresh starts" in text
