@@ -1,4 +1,5 @@
-"""What the host has: CPU cores, memory, NUMA nodes and GPUs.
+"""What the host has: CPU cores, memory, NUMA nodes and GPUs, and how a CPU host's cores are
+split between the engine and the load generator.
 
 GPUs are read from ``nvidia-smi --query-gpu`` (CSV); its output is parsed by a
 pure function so the parsing is tested on recorded output.
@@ -11,6 +12,8 @@ import os
 import platform
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -37,16 +40,76 @@ class Hardware(BaseModel):
     memory_gib: float
     numa_nodes: int
     gpus: list[Gpu]
+    engine_cpus: list[int] = []
+    client_cpus: list[int] = []
 
     @property
     def gpu_count(self) -> int:
         return len(self.gpus)
 
+    @property
+    def engine_cores(self) -> int:
+        """The cores an engine may use: its own share when the host is split, else all."""
+        return len(self.engine_cpus) or self.cpu_cores
+
+    def pinning(self) -> str:
+        if not self.client_cpus:
+            return "engine and load generator share all cores (not pinned)"
+        return (f"engine on cores {cpu_list(self.engine_cpus)}, load generator on "
+                f"{cpu_list(self.client_cpus)}")
+
     def describe(self) -> str:
         if self.gpus:
             names = sorted({g.name for g in self.gpus})
             return f"{self.gpu_count}x {', '.join(names)}"
-        return f"CPU {self.cpu_model} ({self.cpu_cores} cores, {self.memory_gib:.0f} GiB)"
+        return (f"CPU {self.cpu_model} ({self.cpu_cores} cores, {self.memory_gib:.0f} GiB; "
+                f"{self.pinning()})")
+
+
+def cpu_list(cpus: list[int]) -> str:
+    """The kernel's list syntax (``0-5,7``), as taskset, Docker's cpuset and vLLM read it."""
+    runs: list[list[int]] = []
+    for c in sorted(cpus):
+        if runs and c == runs[-1][-1] + 1:
+            runs[-1].append(c)
+        else:
+            runs.append([c])
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+def parse_cpu_list(text: str) -> set[int]:
+    """``0-2,5`` -> {0, 1, 2, 5}."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+@contextmanager
+def running_on(cpus: list[int]) -> Iterator[None]:
+    """Run this thread, and the threads and processes it starts, on ``cpus`` for the block (the
+    load generator's share of a split host); nothing changes when ``cpus`` is empty."""
+    if not cpus:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def split_cores(cpus: list[int]) -> tuple[list[int], list[int]]:
+    """Disjoint cores for the engine and for the load generator on a CPU host, so that neither
+    steals the other's: the generator gets the last eighth (at least one core), the engine the
+    rest. One core cannot be split: ([], [])."""
+    cpus = sorted(cpus)
+    if len(cpus) < 2:
+        return [], []
+    client = max(1, len(cpus) // 8)
+    return cpus[:-client], cpus[-client:]
 
 
 def parse_nvidia_smi(text: str) -> list[Gpu]:
@@ -88,13 +151,19 @@ def detect_gpus() -> list[Gpu]:
     return parse_nvidia_smi(out)
 
 
-def detect(force_device: Literal["cpu", "gpu"] | None = None) -> Hardware:
+def detect(force_device: Literal["cpu", "gpu"] | None = None, *,
+           pin_cores: bool = False) -> Hardware:
+    """The host. ``pin_cores``: on a CPU host, split the cores between engine and client."""
     gpus = [] if force_device == "cpu" else detect_gpus()
+    cpus = sorted(os.sched_getaffinity(0))
+    engine, client = split_cores(cpus) if pin_cores and not gpus else ([], [])
     return Hardware(
         device="gpu" if gpus else "cpu",
         cpu_model=_cpu_model(),
-        cpu_cores=len(os.sched_getaffinity(0)),
+        cpu_cores=len(cpus),
         memory_gib=psutil.virtual_memory().total / 2**30,
         numa_nodes=_numa_nodes(),
         gpus=gpus,
+        engine_cpus=engine,
+        client_cpus=client,
     )

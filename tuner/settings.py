@@ -28,6 +28,9 @@ class Settings(BaseSettings):
     )
     docker_host: str | None = Field(default=None, description="Docker daemon URL")
     hf_token: SecretStr | None = Field(default=None, description="passed to engines as HF_TOKEN")
+    pin_cores: bool = Field(
+        default=True, description="on CPU hosts, run the engine and the load generator on "
+        "disjoint cores (TUNER_PIN_CORES=0: share them all)")
     cache_dir: Path = Field(
         default=Path.home() / ".cache" / "tuner",
         description="compile and model caches shared by trials",

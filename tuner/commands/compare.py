@@ -21,6 +21,7 @@ from tuner.commands.live_progress import RichProgress
 from tuner.commands.prepare import Prepared, local_artifacts, prepare
 from tuner.commands.teardown import guarded
 from tuner.errors import ConfigError, StudyError
+from tuner.hardware import running_on
 from tuner.report.comparison import Comparison, comparison_verdict, engine_deltas, engine_result
 from tuner.report.document import html_page, markdown, table
 from tuner.report.plots import all_plots
@@ -143,6 +144,7 @@ def compare_command(engines: list[str], workload: Path, models: dict[str, str], 
     cands: list[Candidate] = []
     t0 = time.monotonic()
     with guarded(*{type(p.launcher): p.launcher for p in preps}.values()), \
+            running_on(preps[0].hardware.client_cpus), \
             RichProgress(progress_console) as progress:
         for prep in preps:
             progress.status("study", f"{prep.cfg.name}: {prep.spec.display_name} "

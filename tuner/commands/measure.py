@@ -19,6 +19,7 @@ from tuner.commands.live_progress import RichProgress
 from tuner.commands.prepare import prepare
 from tuner.commands.teardown import guarded
 from tuner.errors import ConfigError
+from tuner.hardware import running_on
 from tuner.metrics.spread import Spread, spread
 from tuner.report.measure_report import measure_table, spread_lines
 from tuner.search.outcome import TrialResult
@@ -74,7 +75,8 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
         raise ConfigError(f"{prep.spec.name} has no knob {unknown[0]!r}; the knobs are in "
                           f"engines/{prep.spec.name}.yaml")
     results: list[TrialResult] = []
-    with guarded(prep.launcher), RichProgress(progress_console) as progress:
+    with guarded(prep.launcher), running_on(prep.hardware.client_cpus), \
+            RichProgress(progress_console) as progress:
         progress.status("measure", f"{prep.spec.display_name} {prep.engine_version}, "
                         f"{'defaults' if defaults else config}, {repeats} fresh starts")
         ctx = prep.context(progress)

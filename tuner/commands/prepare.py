@@ -89,8 +89,10 @@ def make_launcher(cfg: StudyConfig, settings: Settings) -> Launcher:
     return ProcessLauncher()
 
 
-def host_for(cfg: StudyConfig) -> Hardware:
-    hw = detect(None if cfg.device == "auto" else cfg.device)
+def host_for(cfg: StudyConfig, settings: Settings) -> Hardware:
+    """The host; on a CPU host its cores split between engine and load generator unless
+    TUNER_PIN_CORES=0 (the commands pin the generator with ``running_on``)."""
+    hw = detect(None if cfg.device == "auto" else cfg.device, pin_cores=settings.pin_cores)
     if cfg.device == "gpu" and not hw.gpus:
         raise ConfigError("--device gpu: this host has no GPU that nvidia-smi can see; use "
                           "--device cpu (or auto)")
@@ -108,7 +110,7 @@ def prepare(cfg: StudyConfig, settings: Settings) -> Prepared:
         raise ConfigError(f"search space is for {space.engine!r}, not {spec.name!r}; pass "
                           "--search-space for this engine")
     space.check_against(spec)
-    hw = host_for(cfg)
+    hw = host_for(cfg, settings)
     model = load_model_info(cfg.model)
     space = space.for_host(hw, model).for_mode(
         spec, "container" if cfg.launcher == "docker" else "process")

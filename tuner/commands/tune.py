@@ -16,6 +16,7 @@ from tuner.commands.teardown import guarded
 from tuner.engines.render import render
 from tuner.engines.spec import Device, EngineSpec
 from tuner.errors import ConfigError
+from tuner.hardware import running_on
 from tuner.report.study_report import best_config_yaml, final_table, study_verdict, write_plots
 from tuner.search.outcome import TrialResult, cheapest, defaults_trial
 from tuner.search.remeasure import RemeasureOutcome, remeasure
@@ -45,7 +46,8 @@ def tune_command(cfg: StudyConfig, settings: Settings, console: Console,
     prep = prepare(cfg, settings)
     spec, hw, tracker, eng_version = prep.spec, prep.hardware, prep.tracker, prep.engine_version
     state = StudyProgress()
-    with guarded(prep.launcher), RichProgress(progress_console) as progress:
+    with guarded(prep.launcher), running_on(hw.client_cpus), \
+            RichProgress(progress_console) as progress:
         if prep.removed:
             progress.note(f"removed {len(prep.removed)} orphaned engine(s) of an earlier run")
         progress.status("study", f"{cfg.name}: {spec.display_name} {eng_version} on "

@@ -24,10 +24,12 @@ class Rendered:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     options: str | None = None
+    cpus: str | None = field(default=None, metadata={
+        "doc": "the cores the whole engine runs on (kernel list syntax); None: any"})
 
     def with_options_path(self, path: str) -> Rendered:
         return Rendered([path if a == OPTIONS_FILE else a for a in self.argv], self.env,
-                        self.options)
+                        self.options, self.cpus)
 
     def write_options(self, beside: Path) -> Path:
         """Write the options file next to ``beside`` (the trial's log); return its path."""
@@ -40,7 +42,8 @@ class Rendered:
     def command_line(self) -> str:
         """A shell line a person can paste (environment first)."""
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
-        return (env + " " if env else "") + shlex.join(self.argv)
+        pin = f"taskset -c {self.cpus} " if self.cpus else ""
+        return (env + " " if env else "") + pin + shlex.join(self.argv)
 
 
 def _text(value: Any) -> str:
@@ -133,10 +136,21 @@ def options_yaml(spec: EngineSpec, config: dict[str, Any], device: Device) -> st
     return yaml.safe_dump(tree, sort_keys=True) if tree else None
 
 
+def cpu_binding(spec: EngineSpec, cpus: str | None) -> tuple[dict[str, str], str | None]:
+    """The environment that binds the engine's compute threads to ``cpus``, and the cores the
+    whole engine is confined to (None: not confined), as the spec's ``cpu_binding`` says."""
+    if not cpus or spec.cpu_binding is None:
+        return {}, None
+    env = {k: v.format(cpus=cpus) for k, v in spec.cpu_binding.env.items()}
+    return env, cpus if spec.cpu_binding.affinity else None
+
+
 def render(spec: EngineSpec, config: dict[str, Any], *, device: Device, mode: Mode,
-           values: dict[str, str], model_root: Path | None = None) -> Rendered:
+           values: dict[str, str], model_root: Path | None = None,
+           cpus: str | None = None) -> Rendered:
     """The launch for ``config``; ``values`` fills the templates ({model}, {port}, ...).
-    ``model_root`` is the model folder on this host, where a model_file knob picks its file."""
+    ``model_root`` is the model folder on this host, where a model_file knob picks its file;
+    ``cpus`` the engine's share of a CPU host's cores (kernel list syntax), or None."""
     launch = spec.process if mode == "process" else spec.container
     if launch is None:
         raise KeyError(f"{spec.name} has no {mode} launch")
@@ -148,4 +162,6 @@ def render(spec: EngineSpec, config: dict[str, Any], *, device: Device, mode: Mo
     options = options_yaml(spec, config, device)
     if options is not None and spec.options_file is not None:
         args += [spec.options_file.flag, OPTIONS_FILE]
-    return Rendered(argv=base + args, env={**launch.env, **env}, options=options)
+    bind_env, confined = cpu_binding(spec, cpus)
+    return Rendered(argv=base + args, env={**launch.env, **env, **bind_env}, options=options,
+                    cpus=confined)

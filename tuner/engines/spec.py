@@ -122,6 +122,16 @@ class Readiness(StrictModel):
     poll_s: float = Field(default=1.0, gt=0)
 
 
+class CpuBinding(StrictModel):
+    """How an engine is kept on its own cores of a CPU host, off the load generator's. Without
+    it the engine runs on every core (and the record says it was not pinned)."""
+
+    env: dict[str, str] = Field(default_factory=dict, description="variables that bind the "
+                                "engine's compute threads; {cpus} is the engine's core list")
+    affinity: bool = Field(default=False, description="run the whole engine on its cores "
+                           "(the process's CPU affinity, a container's cpuset)")
+
+
 class Failures(StrictModel):
     """Regular expressions over the engine log."""
 
@@ -153,6 +163,7 @@ class EngineSpec(StrictModel):
     forces_output_length: bool = Field(default=True, description="the engine honours "
                                        "min_tokens/ignore_eos; false: figures use real counts")
     options_file: OptionsFile | None = None
+    cpu_binding: CpuBinding | None = None
     failures: Failures = Failures()
     knobs: dict[str, Knob]
     rules: list[Rule] = Field(default_factory=list)

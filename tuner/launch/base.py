@@ -38,6 +38,8 @@ class LaunchRequest:
     labels: dict[str, str] = field(default_factory=dict)
     secret_env: dict[str, SecretStr] = field(default_factory=dict)
     devices: list[int] = field(default_factory=list)
+    cpus: str | None = None
+    """The engine's cores on a CPU host split with the load generator (``0-5``); None: all."""
 
 
 class EngineHandle(ABC):

@@ -68,7 +68,8 @@ def container_spec(request: LaunchRequest, *, image: str, port: int, network: Ne
                       values={"python": "python3", "model": model_arg,
                               "served_name": request.served_name, "port": str(port),
                               "host": host},
-                      model_root=Path(request.model) if local_model else None)
+                      model_root=Path(request.model) if local_model else None,
+                      cpus=request.cpus)
     mounts = []
     if local_model:
         mounts.append(Mount(target=launch.model_mount, source=str(Path(request.model).resolve()),
@@ -110,6 +111,8 @@ def container_spec(request: LaunchRequest, *, image: str, port: int, network: Ne
     if launch.ulimits:
         kwargs["ulimits"] = [Ulimit(name=k, soft=v, hard=v) for k, v in
                              sorted(launch.ulimits.items())]
+    if rendered.cpus:
+        kwargs["cpuset_cpus"] = rendered.cpus
     if request.devices:
         kwargs["device_requests"] = [DeviceRequest(
             device_ids=[str(d) for d in request.devices], capabilities=[["gpu"]])]

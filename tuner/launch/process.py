@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import psutil
 from tuner.engines.render import Rendered, render
 from tuner.engines.spec import Device
 from tuner.errors import EngineStartError
+from tuner.hardware import parse_cpu_list
 from tuner.launch.base import EngineHandle, LaunchRequest
 from tuner.launch.ownership import (
     ENGINE_ID,
@@ -48,6 +50,16 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
     """Ask the kernel to SIGKILL the engine if the tuner dies (Linux)."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _child_setup(cpus: set[int]) -> Callable[[], None]:
+    """Before exec: die with the tuner, and run on ``cpus`` (the engine's own cores, or every
+    core of the host: the tuner's load generator may be pinned, and a child inherits that)."""
+    def setup() -> None:  # pragma: no cover - runs in the child before exec
+        _die_with_parent()
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, cpus)
+    return setup
 
 
 def _alive(proc: psutil.Process) -> bool:
@@ -117,6 +129,7 @@ class ProcessLauncher:
     def __init__(self, host: str = "127.0.0.1", python: str = sys.executable) -> None:
         self.host = host
         self.python = python
+        self.host_cpus = os.sched_getaffinity(0)  # before the load generator is pinned
 
     def start(self, request: LaunchRequest) -> ProcessHandle:
         spec = request.spec
@@ -125,7 +138,8 @@ class ProcessLauncher:
         rendered = render(spec, request.config, device=device, mode="process",
                           values={"python": self.python, "model": request.model,
                                   "served_name": request.served_name, "port": str(port),
-                                  "host": self.host})
+                                  "host": self.host},
+                          cpus=None if request.devices else request.cpus)
         if rendered.options is not None:
             rendered = rendered.with_options_path(str(rendered.write_options(request.log_path)))
         engine_id = uuid.uuid4().hex
@@ -140,7 +154,9 @@ class ProcessLauncher:
             try:
                 proc = subprocess.Popen(rendered.argv, stdout=logfile, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, env=env,
-                                        start_new_session=True, preexec_fn=_die_with_parent)
+                                        start_new_session=True, preexec_fn=_child_setup(
+                                            parse_cpu_list(rendered.cpus) if rendered.cpus
+                                            else self.host_cpus))
             except OSError as exc:
                 raise EngineStartError(f"cannot run {rendered.argv[0]}: {exc.strerror}",
                                        outcome="invalid_config", exit_code=None,

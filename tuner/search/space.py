@@ -130,7 +130,7 @@ class SearchSpace(StrictModel):
                 continue
             if isinstance(knob, IntKnob) and knob.at_most == "cpu_cores":
                 knob = knob.model_copy(update={"high": max(knob.low, min(knob.high,
-                                                                         hw.cpu_cores))})
+                                                                         hw.engine_cores))})
             if isinstance(knob, CategoricalKnob):
                 choices = knob.choices_on.get(hw.device, knob.choices)
                 if knob.filter == "divides_heads_and_gpus":

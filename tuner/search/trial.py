@@ -23,7 +23,7 @@ from tuner.engines.model_info import ModelInfo
 from tuner.engines.rules import broken_rules, rule_names
 from tuner.engines.spec import EngineSpec
 from tuner.errors import EndpointError, EngineCrashed, EngineStartError
-from tuner.hardware import Hardware
+from tuner.hardware import Hardware, cpu_list
 from tuner.launch.base import EngineHandle, Launcher, LaunchRequest
 from tuner.launch.classify import classify_log
 from tuner.launch.gpus import GpuPool
@@ -81,7 +81,8 @@ class TrialContext:
                 spec=self.spec, config={} if defaults else config, model=self.model_ref,
                 served_name=self.served_name, log_path=self.run_dir / "logs" / f"{tag}.log",
                 labels={**self.labels, "tuner.trial": tag}, secret_env=self.secret_env,
-                devices=lease.devices if lease else [])
+                devices=lease.devices if lease else [],
+                cpus=cpu_list(self.hardware.engine_cpus) or None)
             handle = self.launcher.start(request)
             with self._lock:
                 self.live.add(handle)

@@ -1,0 +1,79 @@
+"""Splitting a CPU host's cores between the engine and the load generator."""
+
+import os
+from pathlib import Path
+
+from tuner.engines.render import render
+from tuner.engines.spec import load_engine_spec
+from tuner.hardware import Hardware, cpu_list, parse_cpu_list, running_on, split_cores
+from tuner.launch.base import LaunchRequest
+from tuner.launch.docker import container_spec
+
+VALUES = {"python": "python", "model": "/m", "served_name": "m", "port": "8000",
+          "host": "127.0.0.1"}
+
+
+def test_the_generator_gets_an_eighth_of_the_cores_and_at_least_one() -> None:
+    assert split_cores([0, 1]) == ([0], [1])
+    assert split_cores(list(range(16))) == (list(range(14)), [14, 15])
+    assert split_cores([3]) == ([], [])  # one core cannot be split
+
+
+def test_core_lists_use_the_kernels_syntax_both_ways() -> None:
+    assert cpu_list([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
+    assert parse_cpu_list("0-2,5,7-8") == {0, 1, 2, 5, 7, 8}
+
+
+def test_the_record_says_how_the_host_was_split() -> None:
+    hw = Hardware(device="cpu", cpu_model="X", cpu_cores=8, memory_gib=16, numa_nodes=1,
+                  gpus=[], engine_cpus=list(range(7)), client_cpus=[7])
+    assert "engine on cores 0-6, load generator on 7" in hw.describe()
+    assert hw.engine_cores == 7
+    shared = hw.model_copy(update={"engine_cpus": [], "client_cpus": []})
+    assert "not pinned" in shared.describe() and shared.engine_cores == 8
+
+
+def test_running_on_pins_for_the_block_only() -> None:
+    before = os.sched_getaffinity(0)
+    one = min(before)
+    with running_on([one]):
+        assert os.sched_getaffinity(0) == {one}
+    assert os.sched_getaffinity(0) == before
+    with running_on([]):
+        assert os.sched_getaffinity(0) == before
+
+
+def test_vllm_binds_its_compute_threads_and_stays_free_otherwise() -> None:
+    r = render(load_engine_spec("vllm"), {}, device="cpu", mode="process", values=VALUES,
+               cpus="0-6")
+    assert r.env["VLLM_CPU_OMP_THREADS_BIND"] == "0-6"
+    assert r.cpus is None
+
+
+def test_llamacpp_runs_wholly_on_its_cores_and_says_so_in_its_command(tmp_path: Path) -> None:
+    (tmp_path / "tiny-F16.gguf").write_bytes(b"")
+    r = render(load_engine_spec("llamacpp"), {"quantization": "F16"}, device="cpu",
+               mode="process", values=VALUES, cpus="0-6", model_root=tmp_path)
+    assert r.cpus == "0-6"
+    assert "taskset -c 0-6 python -m llama_cpp.server" in r.command_line()
+    unpinned = render(load_engine_spec("llamacpp"), {"quantization": "F16"}, device="cpu",
+                      mode="process", values=VALUES, model_root=tmp_path)
+    assert unpinned.cpus is None and "taskset" not in unpinned.command_line()
+
+
+def test_a_confined_container_gets_a_cpuset(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "tiny-F16.gguf").write_bytes(b"")
+    req = LaunchRequest(spec=load_engine_spec("llamacpp"), config={"quantization": "F16"},
+                        model=str(model), served_name="m", log_path=tmp_path / "log",
+                        cpus="0-2")
+    kwargs, _ = container_spec(req, image="llama:server", port=1, network="host",
+                               cache_root=tmp_path)
+    assert kwargs["cpuset_cpus"] == "0-2"
+    free = LaunchRequest(spec=load_engine_spec("vllm"), config={}, model=str(model),
+                         served_name="m", log_path=tmp_path / "log", cpus="0-2")
+    kwargs, _ = container_spec(free, image="vllm:cpu", port=1, network="host",
+                               cache_root=tmp_path)
+    assert "cpuset_cpus" not in kwargs
+    assert kwargs["environment"]["VLLM_CPU_OMP_THREADS_BIND"] == "0-2"
