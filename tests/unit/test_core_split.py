@@ -30,7 +30,8 @@ def test_the_record_says_how_the_host_was_split() -> None:
     assert "engine on cores 0-6, load generator on 7" in hw.describe()
     assert hw.engine_cores == 7
     shared = hw.model_copy(update={"engine_cpus": [], "client_cpus": []})
-    assert "not pinned" in shared.describe() and shared.engine_cores == 8
+    assert "not pinned" in shared.describe()
+    assert shared.engine_cores == 8
 
 
 def test_running_on_pins_for_the_block_only() -> None:
@@ -58,7 +59,8 @@ def test_llamacpp_runs_wholly_on_its_cores_and_says_so_in_its_command(tmp_path: 
     assert "taskset -c 0-6 python -m llama_cpp.server" in r.command_line()
     unpinned = render(load_engine_spec("llamacpp"), {"quantization": "F16"}, device="cpu",
                       mode="process", values=VALUES, model_root=tmp_path)
-    assert unpinned.cpus is None and "taskset" not in unpinned.command_line()
+    assert unpinned.cpus is None
+    assert "taskset" not in unpinned.command_line()
 
 
 def test_a_confined_container_gets_a_cpuset(tmp_path: Path) -> None:

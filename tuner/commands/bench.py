@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from tuner.commands.live_progress import RichProgress
+from tuner.loadgen import event_loop
 from tuner.measurement.bench_report import make_report, write_report
 from tuner.measurement.bench_session import open_bench
 from tuner.report.bench_tables import capacity_table, summary_table
@@ -54,4 +55,4 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
             records = write_report(report, bench.records, json_path)
             console.print(f"figures in {json_path}, per-request records in {records}")
 
-    asyncio.run(go())
+    event_loop.run(go())

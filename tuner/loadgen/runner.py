@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
@@ -19,15 +20,13 @@ from typing import Any, Protocol
 from tuner.loadgen.client import ServerCaps, StreamClient
 from tuner.loadgen.progress import NULL_PROGRESS, Progress, RunProgress
 from tuner.loadgen.records import RequestRecord
+from tuner.loadgen.saturation import LoopLag, p99, saturation
 from tuner.loadgen.scraper import MetricsScraper, ServerMetrics
 from tuner.workload.arrivals import NS, ConcurrencyArrivals
 from tuner.workload.models import Workload
 from tuner.workload.plan import PlannedRequest, RequestFactory, is_warmup, send_offsets_ns
 
 MAX_POOL = 20_000
-CLIENT_SATURATED = 0.9
-"""Cores of client CPU (this process, all threads) past which a run warns that the load
-generator may be what limits it."""
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +44,10 @@ class RunOutcome:
     open_loop: bool = True
     client_cpu: float | None = None
     """CPU the load generator used during the run, in cores (1.0: one core saturated)."""
+    loop_lag_p99_ms: float | None = None
+    """How late the generator's event loop woke up its timers, p99 over the run."""
+    client_saturated: str | None = None
+    """Why the generator itself was the bottleneck (see ``saturation``), or None."""
 
 
 Dispatch = Callable[[StreamClient, int, RunProgress], Awaitable[None]]
@@ -110,19 +113,28 @@ class Runner:
         try:
             async with self._client(pool) as client, \
                     MetricsScraper(self.metrics_url) as scraper:
+                lag = LoopLag()
+                watcher = asyncio.create_task(lag.watch())
                 t0, cpu0 = time.perf_counter_ns(), time.process_time()
-                stopped = await self._supervise(dispatch(client, t0, shown), records,
-                                                stop_check, t0)
+                try:
+                    stopped = await self._supervise(dispatch(client, t0, shown), records,
+                                                    stop_check, t0)
+                finally:
+                    watcher.cancel()
                 wall = time.perf_counter_ns() - t0
                 cpu = (time.process_time() - cpu0) / (wall / 1e9) if wall else None
         finally:
             shown.finished()
-        if cpu is not None and cpu > CLIENT_SATURATED:
-            log.warning("the load generator used %.2f cores at load %g: it may be the "
-                        "bottleneck, not the engine", cpu, arrival.load)
+        open_loop = not isinstance(arrival, ConcurrencyArrivals)
+        send_lag = p99([(r.sent_ns - r.scheduled_ns) / 1e6 for r in records if r.sent_ns]
+                       ) if open_loop else None
+        saturated = saturation(cpu, len(os.sched_getaffinity(0)), lag.p99(), send_lag)
+        if saturated:
+            log.warning("at load %g the %s; its figures measure the client as much as the "
+                        "engine", arrival.load, saturated)
         return RunOutcome(arrival.load, records, planned, wall, stopped, scraper.summary(),
-                          open_loop=not isinstance(arrival, ConcurrencyArrivals),
-                          client_cpu=cpu)
+                          open_loop=open_loop, client_cpu=cpu, loop_lag_p99_ms=lag.p99(),
+                          client_saturated=saturated)
 
     async def _supervise(self, dispatch: Awaitable[None], records: list[RequestRecord],
                          stop_check: StopCheck | None, t0: int) -> str | None:

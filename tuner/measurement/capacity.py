@@ -5,7 +5,9 @@ bisect between the highest pass and the lowest fail until they are within
 ``tolerance`` of each other, bounded in steps and wall time. Closed-loop loads
 (concurrency) are integers and bisect to neighbours. Each step uses fresh
 prompts (its own epoch) so steps do not warm each other's prefix cache. A failing
-load is measured again before it counts as failed (``confirm_failures``).
+load is measured again before it counts as failed (``confirm_failures``). A step that failed
+while the load generator was saturated is not the engine's failure: the search stops there
+(``client_saturated``) with the capacity at least the highest load that passed.
 
 The capacity is then estimated between the bracketing steps (:func:`estimate`): for each
 check the failing step failed, the load at which it crosses its bound, linearly interpolated
@@ -117,15 +119,23 @@ async def find_capacity(step: Step, start: float, cfg: CapacitySearch, *, intege
             return "max_time"
         return None
 
+    saturated = False
+
     async def run(load: float) -> bool:
-        nonlocal low, high
+        nonlocal low, high, saturated
         summary = await step(load, len(steps))
         steps.append(summary)
+        if not summary.slo.passed and summary.client_saturated:
+            saturated = True
+            return False
         if not summary.slo.passed and cfg.confirm_failures and budget() is None:
             # A load fails only if it fails twice: one stalled second (a new batch shape
             # compiled, a noisy neighbour) must not put the bracket below the capacity.
             summary = await step(load, len(steps))
             steps.append(summary)
+            saturated = not summary.slo.passed and summary.client_saturated is not None
+            if saturated:
+                return False
         if summary.slo.passed:
             if low is None or load > low.load:
                 low = summary
@@ -138,6 +148,9 @@ async def find_capacity(step: Step, start: float, cfg: CapacitySearch, *, intege
     # Bracket.
     while (why := budget()) is None:
         passed = await run(load)
+        if saturated:
+            stopped_by = "client_saturated"
+            break
         if passed and high is None:
             if load >= cfg.max_load:
                 stopped_by = "max_load"
@@ -162,5 +175,8 @@ async def find_capacity(step: Step, start: float, cfg: CapacitySearch, *, intege
             stopped_by = why
             break
         await run(snap((low.load + high) / 2))
+        if saturated:
+            stopped_by = "client_saturated"
+            break
     return CapacityResult(steps=steps, best=low, lowest_failing_load=high, stopped_by=stopped_by,
                           estimate=estimate(steps, low, high, integer=integer))

@@ -64,6 +64,9 @@ class RunSummary(BaseModel):
     error_samples: list[str]
     client_cpu: float | None = None
     """Cores of CPU the load generator used during the run."""
+    loop_lag_p99_ms: float | None = None
+    client_saturated: str | None = None
+    """Why the load generator was itself the bottleneck in this run, or None."""
     offered_tokens_per_s: float | None = None
     """Open loop: output tokens offered per second over the steady window (see keep_up)."""
     delivered_tokens_per_s: float | None = None
@@ -155,6 +158,8 @@ def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: 
         server=outcome.server,
         error_samples=sorted({r.error for r in recs if r.error})[:5],
         client_cpu=outcome.client_cpu,
+        loop_lag_p99_ms=outcome.loop_lag_p99_ms,
+        client_saturated=outcome.client_saturated,
         offered_tokens_per_s=kept.offered_tokens_per_s if kept else None,
         delivered_tokens_per_s=kept.delivered_tokens_per_s if kept else None,
     )

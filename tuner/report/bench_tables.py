@@ -32,6 +32,10 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
         rows.append(("stopped early", s.stopped_early))
     if s.client_cpu is not None:
         rows.append(("load generator CPU", f"{s.client_cpu:.2f} cores"))
+    if s.loop_lag_p99_ms is not None:
+        rows.append(("load generator loop lag p99", f"{s.loop_lag_p99_ms:.1f} ms"))
+    if s.client_saturated:
+        rows.append(("NOT the engine's figures", s.client_saturated))
     if s.mismatched:
         rows.append(("not as planned", f"{s.mismatched} requests (see their `mismatch`)"))
     srv = s.server
@@ -72,5 +76,8 @@ def capacity_table(c: CapacityResult) -> Table:
         t.add_row(str(i), f"{s.load:.3g}", "pass" if s.slo.passed else "fail",
                   _ms(s.ttft_ms, "p95"), _ms(s.itl_ms, "p95"),
                   f"{s.output_token_throughput:.1f}", money(s.cost_per_m_output_tokens),
-                  (s.stopped_early or "")[:48])
+                  (s.client_saturated or s.stopped_early or "")[:48])
+    if c.stopped_by == "client_saturated":
+        t.caption = ("the load generator was saturated: the capacity is at least the highest "
+                     "load that passed; give it more cores or processes (--workers)")
     return t

@@ -8,7 +8,6 @@ the replay harness against the engine's OpenAI-compatible API.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from tuner.engines.spec import EngineSpec
 from tuner.errors import EngineCrashed
 from tuner.launch.base import EngineHandle
 from tuner.launch.readiness import wait_ready
+from tuner.loadgen import event_loop
 from tuner.loadgen.progress import NULL_PROGRESS, Progress
 from tuner.loadgen.records import RequestRecord
 from tuner.loadgen.scraper import wait_idle
@@ -74,7 +74,7 @@ class HttpMeasurer:
         async def go() -> tuple[CapacityResult, list[RequestRecord]]:
             bench = await self._bench(handle, accelerators)
             return await bench.capacity(before_step=alive(handle)), bench.records
-        return asyncio.run(go())
+        return event_loop.run(go())
 
     def run_at(self, handle: EngineHandle, accelerators: int, load: float, *, epoch: int,
                duration_s: float | None) -> tuple[RunSummary, list[RequestRecord]]:
@@ -87,7 +87,7 @@ class HttpMeasurer:
             summary = await bench.once(load, epoch=epoch,
                                        duration_s=duration_s or bench.step_duration(load))
             return summary, bench.records
-        return asyncio.run(go())
+        return event_loop.run(go())
 
 
 def alive(handle: EngineHandle) -> Callable[[], None]:

@@ -62,6 +62,8 @@ class TrialResult(BaseModel):
             if found is not None and found.high is not None:
                 line += f" (passed {found.low:.3g}, failed {found.high:.3g}"
                 line += f"; binding: {found.binding})" if found.binding else ")"
+            if self.capacity is not None and self.capacity.stopped_by == "client_saturated":
+                line += " or more: the load generator was saturated above it"
             return line
         return f"{head}: {self.detail}"[:200]
 

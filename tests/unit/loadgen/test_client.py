@@ -12,9 +12,17 @@ from tuner.workload.plan import PlannedRequest
 REQ = PlannedRequest(0, "chat", None, 10, 4, "hello")
 
 
-def sse(*events: object, done: bool = True) -> bytes:
-    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events)
-    return (body + ("data: [DONE]\n\n" if done else "")).encode()
+def sse(*events: object, done: bool = True) -> list[bytes]:
+    """One network read per event."""
+    reads = [f"data: {json.dumps(e)}\n\n".encode() for e in events]
+    return reads + ([b"data: [DONE]\n\n"] if done else [])
+
+
+def reply(reads: list[bytes]) -> httpx.Response:
+    async def body():  # type: ignore[no-untyped-def]
+        for chunk in reads:
+            yield chunk
+    return httpx.Response(200, content=body())
 
 
 def record() -> RequestRecord:
@@ -51,7 +59,7 @@ async def test_chunks_with_several_tokens_and_none_are_counted_by_usage() -> Non
                {"choices": [{"text": "bcd"}], "usage": usage(3)},   # two tokens in one chunk
                {"choices": [{"text": "e"}], "usage": usage(4)},
                {"choices": [], "usage": usage(4)})                  # usage only, no token
-    rec, bodies = await send(lambda r: httpx.Response(200, content=body))
+    rec, bodies = await send(lambda r: reply(body))
     assert rec.ok
     assert rec.output_tokens == 4
     assert rec.prompt_tokens == 10
@@ -70,7 +78,7 @@ async def test_chat_deltas_and_a_role_only_first_chunk() -> None:
                {"choices": [{"delta": {"content": " there"}}]},
                {"choices": [], "usage": usage(2)})
     caps = ServerCaps(continuous_usage=False)
-    rec, bodies = await send(lambda r: httpx.Response(200, content=body), caps, api="chat")
+    rec, bodies = await send(lambda r: reply(body), caps, api="chat")
     assert rec.ok
     assert rec.chunk_tokens == [1, 1]
     assert rec.output_tokens == 2
@@ -81,7 +89,7 @@ async def test_chat_deltas_and_a_role_only_first_chunk() -> None:
 async def test_without_forced_lengths_no_extras_are_sent() -> None:
     body = sse({"choices": [{"text": "x"}]})
     caps = ServerCaps(forces_output_length=False, stream_usage=False, continuous_usage=False)
-    rec, bodies = await send(lambda r: httpx.Response(200, content=body), caps)
+    rec, bodies = await send(lambda r: reply(body), caps)
     assert "min_tokens" not in bodies[0]
     assert "stream_options" not in bodies[0]
     assert rec.ok
@@ -91,9 +99,8 @@ async def test_without_forced_lengths_no_extras_are_sent() -> None:
 
 @pytest.mark.parametrize(("handler", "needle"), [
     (lambda r: httpx.Response(503, text="overloaded"), "HTTP 503: overloaded"),
-    (lambda r: httpx.Response(200, content=b'data: {"error": {"message": "boom"}}\n\n'),
-     "server error"),
-    (lambda r: httpx.Response(200, content=b"data: {not json\n\n"), "bad SSE payload"),
+    (lambda r: reply([b'data: {"error": {"message": "boom"}}\n\n']), "server error"),
+    (lambda r: reply([b"data: {not json\n\n"]), "bad SSE payload"),
 ])
 async def test_failures_are_records_not_exceptions(handler, needle: str) -> None:  # type: ignore[no-untyped-def]
     rec, _ = await send(handler)
@@ -115,7 +122,7 @@ async def test_a_stream_cut_short_of_its_forced_length_is_an_error() -> None:
     was not served as asked, so it is not a success."""
     body = sse({"choices": [{"text": "a"}], "usage": usage(1)},
                {"choices": [{"text": "b"}], "usage": usage(2)}, done=False)
-    rec, _ = await send(lambda r: httpx.Response(200, content=body))
+    rec, _ = await send(lambda r: reply(body))
     assert not rec.ok
     assert "after 2 of 4 forced output tokens" in (rec.error or "")
 
@@ -123,7 +130,7 @@ async def test_a_stream_cut_short_of_its_forced_length_is_an_error() -> None:
 async def test_a_complete_stream_without_done_still_counts() -> None:
     body = sse(*({"choices": [{"text": "a"}], "usage": usage(i)} for i in range(1, 5)),
                done=False)
-    rec, _ = await send(lambda r: httpx.Response(200, content=body))
+    rec, _ = await send(lambda r: reply(body))
     assert rec.ok
     assert rec.mismatch is None
 
@@ -132,5 +139,26 @@ async def test_a_record_that_does_not_match_its_plan_says_so() -> None:
     """The server counted 8 prompt tokens for 10 planned and stopped at 3 of 4 forced."""
     short = {"prompt_tokens": 8, "completion_tokens": 3, "total_tokens": 11}
     body = sse({"choices": [{"text": "abc"}], "usage": short})
-    rec, _ = await send(lambda r: httpx.Response(200, content=body))
+    rec, _ = await send(lambda r: reply(body))
     assert rec.mismatch == "prompt 8 tokens, planned 10; output 3 tokens, forced 4"
+
+
+async def test_reads_that_split_and_merge_events_count_the_same_tokens() -> None:
+    """Events cut across reads and several events in one read: each read is one timestamp
+    with the tokens it completed."""
+    whole = b"".join(sse(*({"choices": [{"text": "a"}], "usage": usage(i)}
+                           for i in range(1, 5))))
+    cut = whole.index(b"usage", 40)
+    reads = [whole[:cut], whole[cut:cut + 3], whole[cut + 3:]]
+    rec, _ = await send(lambda r: reply(reads))
+    assert rec.ok
+    assert rec.output_tokens == 4
+    assert sum(rec.chunk_tokens) == 4
+    assert len(rec.chunk_ns) <= 3
+
+
+async def test_an_error_event_among_counted_ones_is_found() -> None:
+    reads = [b"".join(sse({"choices": [{"text": "a"}], "usage": usage(1)}, done=False))
+             + b'data: {"error": {"message": "boom"}}\n\n']
+    rec, _ = await send(lambda r: reply(reads))
+    assert "server error" in (rec.error or "")

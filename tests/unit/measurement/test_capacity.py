@@ -87,3 +87,23 @@ async def test_confirmation_can_be_turned_off() -> None:
     await find_capacity(step, 4, CapacitySearch(tolerance=0.3, max_steps=30,
                                                 confirm_failures=False))
     assert calls.count(16) == 1
+
+
+async def test_a_step_failed_by_a_saturated_client_is_not_the_engines_failure() -> None:
+    """The engine holds up to 40, the client saturates from 20: the search stops at 20 with
+    the capacity at least 10, and never records 20 as the engine's failing load."""
+    calls: list[float] = []
+
+    async def step(load: float, epoch: int) -> RunSummary:
+        calls.append(load)
+        s = fake_summary(load, load <= 10)
+        if load >= 20:
+            s = s.model_copy(update={"client_saturated": "load generator saturated: used "
+                                     "0.98 of its 1 core"})
+        return s
+
+    result = await find_capacity(step, 5, CapacitySearch(max_steps=10))
+    assert result.stopped_by == "client_saturated"
+    assert result.max_load == 10
+    assert result.lowest_failing_load is None
+    assert calls == [5, 10, 20]  # a saturated failure is not measured again
