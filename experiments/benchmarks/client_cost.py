@@ -225,7 +225,9 @@ def parsers() -> None:
 def main() -> None:
     model = make_tiny_model(Settings().cache_dir / "models" / SERVED_NAME)
     print(f"machine: {machine()}")
-    print(f"commit: {subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, text=True, capture_output=True).stdout.strip()}")
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                          capture_output=True).stdout.strip()
+    print(f"commit: {head}")
     port = free_port()
     server = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", SERVER, str(port)])
     url = f"http://127.0.0.1:{port}"
