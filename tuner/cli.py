@@ -69,6 +69,15 @@ def start(debug: bool) -> Settings:
 
 
 Debug = Annotated[bool, typer.Option("--debug", help="show tracebacks and debug logs")]
+Workers = Annotated[int | None, typer.Option(
+    help="load-generator processes for open-loop runs; default: as many as the planned "
+    "token rate needs, at most one per core the generator has")]
+
+
+def check_workers(workers: int | None) -> int | None:
+    if workers is not None and not 1 <= workers <= 64:
+        raise fail(f"--workers {workers}: give 1 to 64 processes (or leave it out)", 2)
+    return workers
 
 
 @app.callback(invoke_without_command=True)
@@ -115,6 +124,7 @@ def tune(
         help="seconds to wait for an engine; default: the engine spec's")] = None,
     served_name: Annotated[str | None, typer.Option(
         help="model name the engine serves; default: the workload's model")] = None,
+    workers: Workers = None,
     debug: Debug = False,
 ) -> None:
     """Tune an engine on a workload: search, re-measure, report the tuning delta."""
@@ -143,7 +153,8 @@ def tune(
             search_space=search_space, remeasure_top=remeasure_top,
             remeasure_repeats=repeats, remeasure_duration_s=remeasure_duration,
             enqueue=parse_enqueue(enqueue), device=device, parallel=parallel,
-            startup_timeout_s=startup_timeout, served_name=served_name), "options")
+            startup_timeout_s=startup_timeout, served_name=served_name, workers=workers),
+            "options")
         tune_command(cfg, settings, out_console, err)
 
     run_cli(go, debug)
@@ -161,6 +172,7 @@ def bench(
         help="folder holding tokenizer.json; default: from the workload or the model")] = None,
     metrics_url: Annotated[str | None, typer.Option(
         help="Prometheus endpoint; default: <endpoint>/metrics")] = None,
+    workers: Workers = None,
     debug: Debug = False,
 ) -> None:
     """Replay a workload against a running server and report what it sustains."""
@@ -170,7 +182,8 @@ def bench(
     run_cli(lambda: bench_command(endpoint, workload, find_capacity=find_capacity,
                                   json_path=json_path, tokenizer=tokenizer,
                                   metrics_url=metrics_url, settings=settings,
-                                  console=out_console, progress_console=err), debug)
+                                  console=out_console, progress_console=err,
+                                  workers=check_workers(workers)), debug)
 
 
 @app.command()

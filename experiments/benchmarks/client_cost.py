@@ -10,7 +10,8 @@ Clients, each on the other core, alternating, at a constant 20 req/s, 32 in / 12
 CPU per token is the client process's user+system CPU (``RUSAGE_CHILDREN``), differenced
 between runs of 100 and 400 requests so that start-up and imports cancel.
 Then the shipped client's parts, in-process: httpx's transport or aiohttp's, asyncio's loop or
-uvloop's (same records, same run), and the JSON parsers on one vLLM event.
+uvloop's (same records, same run); one and two worker processes at rising rates; and the
+JSON parsers on one vLLM event.
 
 Run: .venv/bin/python experiments/benchmarks/client_cost.py   (~6 minutes on 2 cores)
 Output kept in client_cost.txt next to this file.
@@ -120,10 +121,11 @@ def workload_dict(model: Path, requests: int) -> dict[str, object]:
             "cost": {"usd_per_hour": 1.0}}
 
 
-def child_cpu(cmd: list[str], env: dict[str, str] | None = None) -> float:
-    """CPU seconds (user + system) of one client process run to the end, on core 1."""
+def child_cpu(cmd: list[str], cwd: Path = ROOT) -> float:
+    """CPU seconds (user + system) of one client process run to the end, on core 1. ``cwd``
+    is where ``tuner`` is imported from (``python -c`` puts it first on the path)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(["taskset", "-c", "1", *cmd], check=True, env=env,
+    subprocess.run(["taskset", "-c", "1", *cmd], check=True, cwd=cwd,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -139,8 +141,10 @@ def vllm_cmd(url: str, model: Path, requests: int) -> list[str]:
 
 
 def tune_cmd(url: str, workload: Path) -> list[str]:
-    return [sys.executable, "-c", "from tuner.cli import main; main()", "bench", "--endpoint",
-            url, "--workload", str(workload)]
+    return [sys.executable, "-c", "import tuner.cli, os, sys; "
+            "assert tuner.cli.__file__.startswith(os.getcwd()), tuner.cli.__file__; "
+            "sys.argv[0] = 'tune'; tuner.cli.main()", "bench", "--endpoint", url,
+            "--workload", str(workload)]
 
 
 def per_token(cpu100: float, cpu400: float) -> float:
@@ -153,10 +157,9 @@ def tools(url: str, model: Path, tmp: Path, base: Path) -> None:
     for n in (100, 400):
         wl[n] = tmp / f"w{n}.json"
         wl[n].write_text(json.dumps(workload_dict(model, n)))
-    old_env = {**os.environ, "PYTHONPATH": str(base)}
     runs = {
         "vllm bench serve": lambda n: child_cpu(vllm_cmd(url, model, n)),
-        f"tune bench at {BASE}": lambda n: child_cpu(tune_cmd(url, wl[n]), old_env),
+        f"tune bench at {BASE}": lambda n: child_cpu(tune_cmd(url, wl[n]), base),
         "tune bench now": lambda n: child_cpu(tune_cmd(url, wl[n])),
     }
     got: dict[str, dict[int, list[float]]] = {k: {100: [], 400: []} for k in runs}
@@ -210,6 +213,39 @@ def parts(url: str, model: Path) -> None:
     runner.Runner._client = original  # type: ignore[method-assign]
 
 
+def scaling(url: str, model: Path) -> None:
+    """One and two client processes at rising constant rates (16 tokens per response): the
+    sends' p99 lateness and the tokens per second streamed. On this 2-core machine the server
+    has core 0 and the clients core 1, so two workers share one core: the figures show the
+    mechanism and its overhead, not a second core's gain."""
+    print("\nworkers at rising rates (3 s each, 16 tokens per response, clients on core 1):")
+    print(f"{'workers':>8}{'rate':>8}{'sent':>7}{'p50 late ms':>13}{'p99 late ms':>13}"
+          f"{'tokens/s':>10}{'client CPU':>12}  saturated")
+    for workers in (1, 2):
+        for rate in (100, 200, 400, 800):
+            w = Workload.model_validate({
+                **workload_dict(model, 1), "stop": {"duration_s": 3},
+                "classes": [{"name": "fixed", "weight": 1,
+                             "input": {"dist": "fixed", "value": INPUT},
+                             "output": {"dist": "fixed", "value": 16}}],
+                "arrival": {"process": "constant", "rate": rate}})
+
+            async def go(w: Workload = w, workers: int = workers) -> tuple[object, float]:
+                bench = await open_bench(w, url, workers=workers)
+                try:
+                    summary = await bench.once()
+                    return summary, sum(r.generated for r in bench.records if r.ok)
+                finally:
+                    bench.close()
+
+            summary, tokens = event_loop.run(go())
+            s = summary  # type: ignore[assignment]
+            late = s.dispatch_lag_ms  # type: ignore[attr-defined]
+            print(f"{workers:>8}{rate:>8}{s.requests:>7}{late.p50:>13.2f}{late.p99:>13.2f}"  # type: ignore[attr-defined]
+                  f"{tokens / s.duration_s:>10.0f}{s.client_cpu:>12.2f}  "  # type: ignore[attr-defined]
+                  f"{s.client_saturated or '-'}")  # type: ignore[attr-defined]
+
+
 def parsers() -> None:
     event = (b'{"id":"cmpl-1","object":"text_completion","created":1,"model":"tiny-llama",'
              b'"choices":[{"index":0,"text":" a","logprobs":null,"finish_reason":null}],'
@@ -240,6 +276,7 @@ def main() -> None:
             os.sched_setaffinity(0, {1})
             tools(url, model, Path(tmp), base)
             parts(url, model)
+            scaling(url, model)
             parsers()
         finally:
             server.terminate()

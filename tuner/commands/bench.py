@@ -18,7 +18,8 @@ from tuner.workload.loader import load_workload
 
 def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
                   json_path: Path | None, tokenizer: Path | None, metrics_url: str | None,
-                  settings: Settings, console: Console, progress_console: Console) -> None:
+                  settings: Settings, console: Console, progress_console: Console,
+                  workers: int | None = None) -> None:
     workload = load_workload(workload_path)
 
     async def go() -> None:
@@ -27,7 +28,7 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
             progress.status("phase", "probing endpoint")
             bench = await open_bench(workload, endpoint, tokenizer=tokenizer,
                                      models_dir=settings.models_dir, metrics_url=metrics_url,
-                                     progress=progress)
+                                     progress=progress, workers=workers)
             try:
                 if find_capacity:
                     capacity = await bench.capacity()
@@ -41,6 +42,8 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
                     write_report(make_report(bench, workload_path), bench.records
                                  + bench.runner.partial, json_path)
                 raise
+            finally:
+                bench.close()
         if report.capacity is not None:
             console.print(capacity_table(report.capacity))
         if report.result is not None:

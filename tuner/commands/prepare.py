@@ -65,7 +65,8 @@ class Prepared:
         measurer = HttpMeasurer(spec=self.spec, workload=self.workload,
                                 served_name=self.served_name, tokenizer=Path(self.model.path),
                                 models_dir=settings.models_dir,
-                                startup_timeout_s=cfg.startup_timeout_s, progress=progress)
+                                startup_timeout_s=cfg.startup_timeout_s, progress=progress,
+                                workers=cfg.workers)
         return TrialContext(spec=self.spec, space=self.space, workload=self.workload,
                             hardware=hw, model=self.model, model_ref=cfg.model,
                             served_name=self.served_name, launcher=self.launcher,

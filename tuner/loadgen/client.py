@@ -4,7 +4,8 @@ One ``httpx.AsyncClient`` per run, on aiohttp's transport (``httpx-aiohttp``: a 
 the CPU per streamed token of httpx's own, measured in experiments/benchmarks/client_cost.py),
 with explicit timeouts and a connection pool at least as large as the load. The stream is read
 as raw bytes and split into events here; each network read gets one timestamp and, where the
-server counts tokens in every event (vLLM's continuous usage), only its last event is parsed.
+server counts tokens in every event (vLLM's continuous usage), its last count is read from the
+bytes without parsing JSON.
 Every failure becomes ``record.error``; only cancellation propagates (after the record says
 so). A request served other than planned says so in ``record.mismatch``; one whose forced
 output was cut short is an error.
@@ -22,7 +23,7 @@ import orjson
 from httpx_aiohttp import AiohttpTransport
 
 from tuner.loadgen.records import RequestRecord
-from tuner.loadgen.sse import DONE, SseSplitter
+from tuner.loadgen.sse import DONE, SseSplitter, ends_with_done, last_int, payloads
 from tuner.workload.plan import PlannedRequest
 
 Api = Literal["completions", "chat"]
@@ -101,7 +102,10 @@ class StreamClient:
         self.temperature = temperature
         self._path = "/v1/chat/completions" if api == "chat" else "/v1/completions"
         limits = httpx.Limits(max_connections=pool_size, max_keepalive_connections=pool_size)
-        timeout = httpx.Timeout(timeout_s, connect=10.0, pool=None)
+        # The request's whole time is bounded (``send``); a read timeout would re-arm a timer
+        # on every network read, 5% of the client's CPU per token.
+        self.timeout_s = timeout_s
+        timeout = httpx.Timeout(None, connect=10.0, pool=None)
         self._http = httpx.AsyncClient(
             base_url=base_url, limits=limits, timeout=timeout,
             headers={"content-type": "application/json", **(headers or {})},
@@ -119,14 +123,16 @@ class StreamClient:
                             temperature=self.temperature)
         rec.sent_ns = time.perf_counter_ns() - t0_ns
         try:
-            async with self._http.stream("POST", self._path,
-                                         content=orjson.dumps(body)) as resp:
+            async with asyncio.timeout(self.timeout_s), \
+                    self._http.stream("POST", self._path, content=orjson.dumps(body)) as resp:
                 rec.status = resp.status_code
                 if resp.status_code != 200:
                     text = (await resp.aread()).decode("utf-8", "replace")
                     rec.error = f"HTTP {resp.status_code}: {text[:200]}"
                     return
                 await self._read_stream(resp, req, rec, t0_ns)
+        except TimeoutError:
+            rec.error = f"timeout: no end after {self.timeout_s:g} s (request_timeout_s)"
         except asyncio.CancelledError:
             rec.error = rec.error or "cancelled"
             raise
@@ -143,14 +149,11 @@ class StreamClient:
         counted = 0
         async for chunk in resp.aiter_raw():
             now = time.perf_counter_ns() - t0_ns
-            payloads = split.feed(chunk)
-            if not payloads:
+            block = split.feed(chunk)
+            if not block:
                 continue
-            done = DONE in payloads
-            if done:
-                payloads = payloads[:payloads.index(DONE)]
             try:
-                tokens, text, counted = self._count(payloads, rec, counted)
+                tokens, text, counted = self._count(block, rec, counted)
             except ValueError as exc:
                 rec.error = str(exc)
                 return
@@ -159,7 +162,7 @@ class StreamClient:
                     rec.first_token_ns = now
                 rec.chunk_ns.append(now)
                 rec.chunk_tokens.append(tokens)
-            if done:
+            if ends_with_done(block):
                 rec.done_ns = now
                 return
         # Some servers close the stream without [DONE]; a clean end with all the output
@@ -170,22 +173,23 @@ class StreamClient:
         elif rec.chunk_ns:
             rec.done_ns = time.perf_counter_ns() - t0_ns
 
-    def _count(self, payloads: list[bytes], rec: RequestRecord, counted: int
-               ) -> tuple[int, bool, int]:
+    def _count(self, block: bytes, rec: RequestRecord, counted: int) -> tuple[int, bool, int]:
         """Tokens and whether text arrived in one read's events, and the running count.
-        With continuous usage the last event's count says it all; otherwise (or when an event
-        may carry an error) every event is parsed. Raises ValueError with the record's error."""
-        if not payloads:
-            return 0, False, counted
-        if self.caps.continuous_usage and not any(b'"error"' in p for p in payloads):
-            usage = parse_event(payloads[-1]).get("usage") or {}
-            done = usage.get("completion_tokens")
+        With continuous usage the read's last count says it all and no JSON is parsed;
+        otherwise (or when an event may carry an error) every event is parsed. Raises
+        ValueError with the record's error."""
+        if self.caps.continuous_usage and b'"error"' not in block:
+            done = last_int(block, b"completion_tokens")
             if done is not None:
                 rec.output_tokens = done
-                rec.prompt_tokens = usage.get("prompt_tokens", rec.prompt_tokens)
+                prompt = last_int(block, b"prompt_tokens")
+                if prompt is not None:
+                    rec.prompt_tokens = prompt
                 return done - counted, False, done
         tokens, text = 0, False
-        for payload in payloads:
+        for payload in payloads(block):
+            if payload == DONE:
+                break
             event = parse_event(payload)
             if "error" in event:
                 raise ValueError(f"server error: {orjson.dumps(event['error'])[:200].decode()}")

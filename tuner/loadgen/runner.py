@@ -21,12 +21,16 @@ from tuner.loadgen.client import ServerCaps, StreamClient
 from tuner.loadgen.progress import NULL_PROGRESS, Progress, RunProgress
 from tuner.loadgen.records import RequestRecord
 from tuner.loadgen.saturation import LoopLag, p99, saturation
+from tuner.loadgen.schedule import sleep_until
 from tuner.loadgen.scraper import MetricsScraper, ServerMetrics
+from tuner.loadgen.workers import ClientSpec, WorkerPool, workers_for
 from tuner.workload.arrivals import NS, ConcurrencyArrivals
 from tuner.workload.models import Workload
 from tuner.workload.plan import PlannedRequest, RequestFactory, is_warmup, send_offsets_ns
 
 MAX_POOL = 20_000
+SHARD_LEAD_NS = 200_000_000
+"""With worker processes, the run's clock starts this far ahead: time to hand out the shards."""
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +75,7 @@ class Runner:
         *,
         metrics_url: str | None = None,
         progress: Progress = NULL_PROGRESS,
+        workers: int | None = None,
     ) -> None:
         self.url = url
         self.workload = workload
@@ -78,13 +83,34 @@ class Runner:
         self.caps = caps
         self.metrics_url = metrics_url
         self.progress = progress
+        self.workers = workers
+        """Client processes for open-loop runs; None: as many as the planned token rate
+        needs (``workers_for``), at most one per core of the load generator."""
         self.partial: list[RequestRecord] = []
+        self._pool: WorkerPool | None = None
+
+    def close(self) -> None:
+        """End the worker processes, if any were started."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def _pool_of(self, n: int) -> WorkerPool | None:
+        if n <= 1:
+            return None
+        if self._pool is None or self._pool.size != n:
+            self.close()
+            self._pool = WorkerPool(n)
+        return self._pool
+
+    def _client_spec(self, pool: int) -> ClientSpec:
+        w = self.workload
+        return ClientSpec(url=self.url, model=w.model, api=w.api, caps=self.caps,
+                          pool_size=min(MAX_POOL, max(16, pool)), timeout_s=w.request_timeout_s,
+                          temperature=w.temperature)
 
     def _client(self, pool: int) -> StreamClient:
-        w = self.workload
-        return StreamClient(self.url, model=w.model, api=w.api, caps=self.caps,
-                            pool_size=min(MAX_POOL, max(16, pool)), timeout_s=w.request_timeout_s,
-                            temperature=w.temperature)
+        return self._client_spec(pool).client()
 
     async def run(self, load: float | None = None, *, duration_s: float | None = None,
                   epoch: int = 0, stop_check: StopCheck | None = None) -> RunOutcome:
@@ -96,6 +122,7 @@ class Runner:
         shaped = w.model_copy(update={"arrival": arrival})
         records: list[RequestRecord] = []
         self.partial = records
+        sharded: WorkerPool | None = None
         if isinstance(arrival, ConcurrencyArrivals):
             planned = w.stop.requests if duration_s is None else None
             dispatch = await self._closed_loop(shaped, arrival.concurrency, records, epoch,
@@ -107,33 +134,52 @@ class Runner:
             reqs = await asyncio.to_thread(
                 lambda: [self.factory.make(i, epoch) for i in range(len(offsets))])
             planned = sum(1 for i, off in enumerate(offsets) if not is_warmup(w, i, int(off)))
-            dispatch = self._open_loop(shaped, reqs, [int(o) for o in offsets], records, epoch)
             pool = len(reqs)
+            span_s = max(1e-9, float(offsets[-1]) / NS) if len(offsets) else 1.0
+            n = self.workers or workers_for(sum(r.output_tokens for r in reqs) / span_s,
+                                            len(os.sched_getaffinity(0)))
+            sharded = self._pool_of(n)
+            if sharded is None:
+                dispatch = self._open_loop(shaped, reqs, [int(o) for o in offsets], records,
+                                           epoch)
+            else:
+                dispatch = self._sharded(sharded, shaped, reqs, [int(o) for o in offsets],
+                                         records, epoch)
         shown = self.progress.run(f"load {arrival.load:g}", planned)
         try:
             async with self._client(pool) as client, \
                     MetricsScraper(self.metrics_url) as scraper:
                 lag = LoopLag()
                 watcher = asyncio.create_task(lag.watch())
-                t0, cpu0 = time.perf_counter_ns(), time.process_time()
+                # Worker processes get their shards before the clock starts.
+                t0 = time.perf_counter_ns() + (SHARD_LEAD_NS if sharded else 0)
+                cpu0 = time.process_time()
                 try:
                     stopped = await self._supervise(dispatch(client, t0, shown), records,
                                                     stop_check, t0)
                 finally:
                     watcher.cancel()
-                wall = time.perf_counter_ns() - t0
+                wall = max(1, time.perf_counter_ns() - t0)
                 cpu = (time.process_time() - cpu0) / (wall / 1e9) if wall else None
         finally:
             shown.finished()
         open_loop = not isinstance(arrival, ConcurrencyArrivals)
         send_lag = p99([(r.sent_ns - r.scheduled_ns) / 1e6 for r in records if r.sent_ns]
                        ) if open_loop else None
-        saturated = saturation(cpu, len(os.sched_getaffinity(0)), lag.p99(), send_lag)
+        loop_lag, busiest, cores = lag.p99(), cpu, len(os.sched_getaffinity(0))
+        if sharded is not None and wall and sharded.last:
+            # Each worker is one thread on one core: the busiest one, and the latest loop.
+            busiest = max(st.cpu_s for st in sharded.last) / (wall / 1e9)
+            cores = 1
+            cpu = (cpu or 0.0) + sum(st.cpu_s for st in sharded.last) / (wall / 1e9)
+            loop_lag = max((st.loop_lag_p99_ms for st in sharded.last
+                            if st.loop_lag_p99_ms is not None), default=None)
+        saturated = saturation(busiest, cores, loop_lag, send_lag)
         if saturated:
             log.warning("at load %g the %s; its figures measure the client as much as the "
                         "engine", arrival.load, saturated)
         return RunOutcome(arrival.load, records, planned, wall, stopped, scraper.summary(),
-                          open_loop=open_loop, client_cpu=cpu, loop_lag_p99_ms=lag.p99(),
+                          open_loop=open_loop, client_cpu=cpu, loop_lag_p99_ms=loop_lag,
                           client_saturated=saturated)
 
     async def _supervise(self, dispatch: Awaitable[None], records: list[RequestRecord],
@@ -192,6 +238,20 @@ class Runner:
                 await _cancel_all(tasks)
         return dispatch
 
+    def _sharded(self, pool: WorkerPool, w: Workload, reqs: list[PlannedRequest],
+                 offsets: list[int], records: list[RequestRecord], epoch: int) -> Dispatch:
+        planned = [_record(req, off, warmup=is_warmup(w, req.index, off), step=epoch)
+                   for req, off in zip(reqs, offsets, strict=True)]
+        spec = self._client_spec(len(reqs))
+
+        async def dispatch(client: StreamClient, t0: int, shown: RunProgress) -> None:
+            try:
+                await pool.run(spec, reqs, planned, records, t0, shown.request_sent,
+                               shown.request_done)
+            finally:
+                records.sort(key=lambda r: r.index)
+        return dispatch
+
     async def _closed_loop(self, w: Workload, concurrency: int, records: list[RequestRecord],
                            epoch: int, duration_s: float | None
                            ) -> Dispatch:
@@ -222,20 +282,6 @@ class Runner:
             finally:
                 await _cancel_all(set(workers))
         return dispatch
-
-
-async def sleep_until(target_ns: int) -> None:
-    """Sleep until ``target_ns`` on the perf_counter clock, on the event loop only.
-
-    The loop's timers may wake up to a millisecond late; a send is then that late, and its
-    record says so (``sent_ns`` is stamped when the request goes, ``scheduled_ns`` is the
-    plan, and the run's dispatch lag is reported). Nothing here blocks the loop: a blocking
-    sleep would delay every token timestamp of every stream, and a busy spin, on a machine
-    the engine also loads, costs the client the scheduler's favour (measured in
-    experiments/benchmarks/harness_fidelity.py)."""
-    delay = (target_ns - time.perf_counter_ns()) / NS
-    if delay > 0:
-        await asyncio.sleep(delay)
 
 
 def _record(req: PlannedRequest, scheduled_ns: int, *, warmup: bool, step: int) -> RequestRecord:

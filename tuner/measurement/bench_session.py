@@ -37,6 +37,10 @@ class Bench:
     accelerators: int = 1
     records: list[RequestRecord] = field(default_factory=list)
 
+    def close(self) -> None:
+        """End the client's worker processes (if the runs used several)."""
+        self.runner.close()
+
     async def once(self, load: float | None = None, *, epoch: int = 0,
                    duration_s: float | None = None, stop_check: StopCheck | None = None,
                    keep: bool = True) -> RunSummary:
@@ -106,9 +110,10 @@ class Bench:
 async def open_bench(workload: Workload, endpoint: str, *, tokenizer: Path | None = None,
                      models_dir: Path | None = None, metrics_url: str | None = None,
                      accelerators: int = 1, force_lengths: bool = True,
-                     progress: Progress = NULL_PROGRESS) -> Bench:
-    """Load the tokenizer, probe the endpoint and return a ready :class:`Bench`.
-    ``models_dir`` is where models made by ``tune make-model`` are found by name."""
+                     progress: Progress = NULL_PROGRESS, workers: int | None = None) -> Bench:
+    """Load the tokenizer, probe the endpoint and return a ready :class:`Bench` (close it).
+    ``models_dir`` is where models made by ``tune make-model`` are found by name; ``workers``
+    the client processes of open-loop runs (None: as the planned token rate needs)."""
     url = normalise_endpoint(endpoint)
     synth = PromptSynth(load_tokenizer(workload.model, tokenizer or workload.tokenizer,
                                        models_dir))
@@ -118,5 +123,6 @@ async def open_bench(workload: Workload, endpoint: str, *, tokenizer: Path | Non
                                 force_lengths=force_lengths)
     factory = RequestFactory(workload, synth)
     runner = Runner(url, workload, factory, caps,
-                    metrics_url=metrics_url or f"{url}/metrics", progress=progress)
+                    metrics_url=metrics_url or f"{url}/metrics", progress=progress,
+                    workers=workers)
     return Bench(workload, url, caps, runner, accelerators)

@@ -54,6 +54,7 @@ class HttpMeasurer:
     models_dir: Path | None = None
     startup_timeout_s: float | None = None
     progress: Progress = NULL_PROGRESS
+    workers: int | None = None
 
     def wait_ready(self, handle: EngineHandle) -> float:
         self.progress.status("phase", "starting engine")
@@ -67,26 +68,32 @@ class HttpMeasurer:
                                 models_dir=self.models_dir, metrics_url=handle.metrics_url,
                                 accelerators=accelerators,
                                 force_lengths=self.spec.forces_output_length,
-                                progress=self.progress)
+                                progress=self.progress, workers=self.workers)
 
     def capacity(self, handle: EngineHandle, accelerators: int
                  ) -> tuple[CapacityResult, list[RequestRecord]]:
         async def go() -> tuple[CapacityResult, list[RequestRecord]]:
             bench = await self._bench(handle, accelerators)
-            return await bench.capacity(before_step=alive(handle)), bench.records
+            try:
+                return await bench.capacity(before_step=alive(handle)), bench.records
+            finally:
+                bench.close()
         return event_loop.run(go())
 
     def run_at(self, handle: EngineHandle, accelerators: int, load: float, *, epoch: int,
                duration_s: float | None) -> tuple[RunSummary, list[RequestRecord]]:
         async def go() -> tuple[RunSummary, list[RequestRecord]]:
             bench = await self._bench(handle, accelerators)
-            if self.workload.warmup.engine.enabled:  # a fresh start, warmed as for a trial
-                await bench.warm_up(load)
-            await wait_idle(handle.metrics_url)
-            self.progress.status("phase", f"measuring at load {load:.3g}")
-            summary = await bench.once(load, epoch=epoch,
-                                       duration_s=duration_s or bench.step_duration(load))
-            return summary, bench.records
+            try:
+                if self.workload.warmup.engine.enabled:  # a fresh start, warmed as for a trial
+                    await bench.warm_up(load)
+                await wait_idle(handle.metrics_url)
+                self.progress.status("phase", f"measuring at load {load:.3g}")
+                summary = await bench.once(load, epoch=epoch,
+                                           duration_s=duration_s or bench.step_duration(load))
+                return summary, bench.records
+            finally:
+                bench.close()
         return event_loop.run(go())
 
 

@@ -38,6 +38,8 @@ class StudyConfig(StrictModel):
     parallel: int = Field(default=1, ge=1, le=64, description="trials at once (GPU hosts: each "
                           "gets its own devices)")
     startup_timeout_s: float | None = Field(default=None, gt=0)
+    workers: int | None = Field(default=None, ge=1, le=64, description="load-generator "
+                                "processes; default: as the planned token rate needs")
 
     @property
     def name(self) -> str:

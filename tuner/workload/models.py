@@ -143,7 +143,8 @@ class Workload(StrictModel):
     slo: Slo
     cost: Cost
     capacity: CapacitySearch = CapacitySearch()
-    request_timeout_s: float = Field(default=300.0, gt=0)
+    request_timeout_s: float = Field(default=300.0, gt=0, description="the most one request "
+                                     "may take, first byte to last; past it, it is an error")
     temperature: float = Field(default=0.0, ge=0)
 
     @field_validator("tokenizer")

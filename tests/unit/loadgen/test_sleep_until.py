@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tuner.loadgen import runner
+from tuner.loadgen import schedule as runner
 
 
 async def test_sleep_until_never_blocks_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,70 @@
+"""A minimal OpenAI-style streaming server for client tests: raw asyncio on a thread of the
+test process, 127.0.0.1 and a free port. Each completion streams ``max_tokens`` events
+``gap_s`` apart, with vLLM's continuous usage, then [DONE]."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                  gap_s: float) -> None:
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), 0)
+            body = await reader.readexactly(length) if length else b""
+            if head.startswith(b"GET"):
+                data = json.dumps({"data": [{"id": "tiny-llama"}]}).encode()
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                             b"content-length: %d\r\n\r\n%s" % (len(data), data))
+                continue
+            n = json.loads(body).get("max_tokens", 16)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                         b"transfer-encoding: chunked\r\n\r\n")
+            for i in range(n):
+                usage = {"prompt_tokens": 1, "completion_tokens": i + 1}
+                ev = ("data: " + json.dumps({"choices": [{"text": " a"}], "usage": usage})
+                      + "\n\n").encode()
+                writer.write(b"%x\r\n%s\r\n" % (len(ev), ev))
+                await writer.drain()
+                await asyncio.sleep(gap_s)
+            end = b"data: [DONE]\n\n"
+            writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(end), end))
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+@contextmanager
+def sse_server(gap_s: float = 0.002) -> Iterator[str]:
+    """Serve until the block ends; yields the base URL."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    holder: dict[str, object] = {}
+
+    async def serve() -> None:
+        server = await asyncio.start_server(lambda r, w: _handle(r, w, gap_s), "127.0.0.1", 0)
+        holder["server"] = server
+        holder["port"] = server.sockets[0].getsockname()[1]
+        ready.set()
+        async with server:
+            with contextlib.suppress(asyncio.CancelledError):
+                await server.serve_forever()
+
+    thread = threading.Thread(target=lambda: loop.run_until_complete(serve()), daemon=True)
+    thread.start()
+    ready.wait(10)
+    try:
+        yield f"http://127.0.0.1:{holder['port']}"
+    finally:
+        loop.call_soon_threadsafe(lambda: [t.cancel() for t in asyncio.all_tasks(loop)])
+        thread.join(5)
