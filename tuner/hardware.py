@@ -56,7 +56,7 @@ class Hardware(BaseModel):
         if not self.client_cpus:
             return "engine and load generator share all cores (not pinned)"
         return (f"engine on cores {cpu_list(self.engine_cpus)}, load generator on "
-                f"{cpu_list(self.client_cpus)}")
+                f"{cpu_list(self.client_cpus)} with priority")
 
     def describe(self) -> str:
         if self.gpus:

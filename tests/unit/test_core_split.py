@@ -27,7 +27,7 @@ def test_core_lists_use_the_kernels_syntax_both_ways() -> None:
 def test_the_record_says_how_the_host_was_split() -> None:
     hw = Hardware(device="cpu", cpu_model="X", cpu_cores=8, memory_gib=16, numa_nodes=1,
                   gpus=[], engine_cpus=list(range(7)), client_cpus=[7])
-    assert "engine on cores 0-6, load generator on 7" in hw.describe()
+    assert "engine on cores 0-6, load generator on 7 with priority" in hw.describe()
     assert hw.engine_cores == 7
     shared = hw.model_copy(update={"engine_cpus": [], "client_cpus": []})
     assert "not pinned" in shared.describe()
@@ -73,6 +73,7 @@ def test_a_confined_container_gets_a_cpuset(tmp_path: Path) -> None:
     kwargs, _ = container_spec(req, image="llama:server", port=1, network="host",
                                cache_root=tmp_path)
     assert kwargs["cpuset_cpus"] == "0-2"
+    assert kwargs["cpu_shares"] == 128  # its helpers yield to the load generator
     free = LaunchRequest(spec=load_engine_spec("vllm"), config={}, model=str(model),
                          served_name="m", log_path=tmp_path / "log", cpus="0-2")
     kwargs, _ = container_spec(free, image="vllm:cpu", port=1, network="host",

@@ -52,6 +52,9 @@ def image_ref(launch: ContainerLaunch, device: Device, tag: str | None) -> str:
     return f"{launch.image}:{tag or launch.tag}"
 
 
+ENGINE_CPU_SHARES = 128
+
+
 def container_spec(request: LaunchRequest, *, image: str, port: int, network: Network,
                    cache_root: Path) -> tuple[dict[str, Any], Rendered]:
     """The exact ``containers.run`` arguments for a launch (no secrets), and the rendered
@@ -113,6 +116,10 @@ def container_spec(request: LaunchRequest, *, image: str, port: int, network: Ne
                              sorted(launch.ulimits.items())]
     if rendered.cpus:
         kwargs["cpuset_cpus"] = rendered.cpus
+    if request.cpus:
+        # As a process engine runs niced (process.ENGINE_NICE): where its helpers share the
+        # load generator's core, they yield to it (a CPU weight of 128 against 1024).
+        kwargs["cpu_shares"] = ENGINE_CPU_SHARES
     if request.devices:
         kwargs["device_requests"] = [DeviceRequest(
             device_ids=[str(d) for d in request.devices], capabilities=[["gpu"]])]

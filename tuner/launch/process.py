@@ -38,6 +38,12 @@ from tuner.launch.ownership import (
 log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
+ENGINE_NICE = 10
+"""On a CPU host split between engine and load generator, the engine runs at this niceness:
+its helper processes (vLLM's API server and scheduler, which are not bound to its cores) may
+share the generator's core, and there they yield to it, as the generator's clock would
+otherwise slip by a hundred milliseconds (experiments/measure-noise). Its compute threads are
+alone on their cores, where niceness changes nothing."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -52,13 +58,17 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _child_setup(cpus: set[int]) -> Callable[[], None]:
-    """Before exec: die with the tuner, and run on ``cpus`` (the engine's own cores, or every
-    core of the host: the tuner's load generator may be pinned, and a child inherits that)."""
+def _child_setup(cpus: set[int], nice: int) -> Callable[[], None]:
+    """Before exec: die with the tuner, run on ``cpus`` (the engine's own cores, or every core
+    of the host: the tuner's load generator may be pinned, and a child inherits that), at
+    ``nice`` (see ``ENGINE_NICE``)."""
     def setup() -> None:  # pragma: no cover - runs in the child before exec
         _die_with_parent()
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, cpus)
+        if nice:
+            with contextlib.suppress(OSError):
+                os.nice(nice)
     return setup
 
 
@@ -156,7 +166,8 @@ class ProcessLauncher:
                                         stdin=subprocess.DEVNULL, env=env,
                                         start_new_session=True, preexec_fn=_child_setup(
                                             parse_cpu_list(rendered.cpus) if rendered.cpus
-                                            else self.host_cpus))
+                                            else self.host_cpus,
+                                            ENGINE_NICE if request.cpus else 0))
             except OSError as exc:
                 raise EngineStartError(f"cannot run {rendered.argv[0]}: {exc.strerror}",
                                        outcome="invalid_config", exit_code=None,

@@ -13,10 +13,10 @@ async def sleep_until(target_ns: int) -> None:
 
     The loop's timers may wake up to a millisecond off (uvloop's round to the millisecond);
     a send is then that late, or early, and its record says so (``sent_ns`` is stamped when
-    the request goes, ``scheduled_ns`` is the plan, and the run's dispatch lag is reported). Nothing here blocks the loop: a blocking
-    sleep would delay every token timestamp of every stream, and a busy spin, on a machine
-    the engine also loads, costs the client the scheduler's favour (measured in
-    experiments/benchmarks/harness_fidelity.py)."""
+    the request goes, ``scheduled_ns`` is the plan, and the run's dispatch lag is reported).
+    Nothing here blocks the loop: a blocking sleep would delay every token timestamp of every
+    stream, and a busy spin, on a machine the engine also loads, costs the client the
+    scheduler's favour (measured in experiments/benchmarks/harness_fidelity.py)."""
     delay = (target_ns - time.perf_counter_ns()) / NS
     if delay > 0:
         await asyncio.sleep(delay)
