@@ -38,7 +38,7 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
             end = b"data: [DONE]\n\n"
             writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(end), end))
             await writer.drain()
-    except (asyncio.IncompleteReadError, ConnectionError):
+    except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
         pass
     finally:
         writer.close()

@@ -9,8 +9,9 @@ Clients, each on the other core, alternating, at a constant 20 req/s, 32 in / 12
 - ``tune bench`` as it is now.
 CPU per token is the client process's user+system CPU (``RUSAGE_CHILDREN``), differenced
 between runs of 100 and 400 requests so that start-up and imports cancel.
-Then the shipped client's parts, in-process: httpx's transport or aiohttp's, asyncio's loop or
-uvloop's (same records, same run); one and two worker processes at rising rates; and the
+Then the client's parts, in-process: the transport (httpx's own, httpx on aiohttp's, or the
+raw asyncio protocols with httptools that ship), asyncio's loop or uvloop's (same records,
+same run); one and two worker processes at rising rates; and the
 JSON parsers on one vLLM event.
 
 Run: .venv/bin/python experiments/benchmarks/client_cost.py   (~6 minutes on 2 cores)
@@ -31,7 +32,6 @@ import time
 import timeit
 from pathlib import Path
 
-import httpx
 import msgspec
 import orjson
 
@@ -187,12 +187,10 @@ def parts(url: str, model: Path) -> None:
 
     def with_transport(kind: str):  # type: ignore[no-untyped-def]
         def make(self: runner.Runner, pool: int) -> StreamClient:
-            c = original(self, pool)
-            if kind == "httpx":
-                c._http = httpx.AsyncClient(base_url=self.url, timeout=c._http.timeout,
-                                            headers=c._http.headers,
-                                            limits=httpx.Limits(max_connections=pool))
-            return c
+            spec = self._client_spec(pool)
+            return StreamClient(spec.url, model=spec.model, api=spec.api, caps=spec.caps,
+                                pool_size=spec.pool_size, timeout_s=spec.timeout_s,
+                                temperature=spec.temperature, transport=kind)  # type: ignore[arg-type]
         return make
 
     async def once(n: int) -> float:
@@ -204,7 +202,7 @@ def parts(url: str, model: Path) -> None:
 
     print("\nthe shipped client with one part swapped (in-process, CPU ms per token, "
           "400 - 100 requests):")
-    for transport in ("httpx", "aiohttp"):
+    for transport in ("httpx", "aiohttp", "raw"):
         runner.Runner._client = with_transport(transport)  # type: ignore[method-assign]
         for loop_name, run in (("asyncio", asyncio.run), ("uvloop", event_loop.run)):
             c100 = run(once(100))

@@ -5,7 +5,14 @@ from pathlib import Path
 
 from tuner.engines.render import render
 from tuner.engines.spec import load_engine_spec
-from tuner.hardware import Hardware, cpu_list, parse_cpu_list, running_on, split_cores
+from tuner.hardware import (
+    Hardware,
+    cpu_list,
+    parse_cpu_list,
+    realtime_allowed,
+    running_on,
+    split_cores,
+)
 from tuner.launch.base import LaunchRequest
 from tuner.launch.docker import container_spec
 
@@ -27,7 +34,9 @@ def test_core_lists_use_the_kernels_syntax_both_ways() -> None:
 def test_the_record_says_how_the_host_was_split() -> None:
     hw = Hardware(device="cpu", cpu_model="X", cpu_cores=8, memory_gib=16, numa_nodes=1,
                   gpus=[], engine_cpus=list(range(7)), client_cpus=[7])
-    assert "engine on cores 0-6, load generator on 7 with priority" in hw.describe()
+    assert "engine on cores 0-6, load generator on 7" in hw.describe()
+    rt = hw.model_copy(update={"client_realtime": True})
+    assert "load generator on 7 at real-time priority" in rt.describe()
     assert hw.engine_cores == 7
     shared = hw.model_copy(update={"engine_cpus": [], "client_cpus": []})
     assert "not pinned" in shared.describe()
@@ -36,10 +45,14 @@ def test_the_record_says_how_the_host_was_split() -> None:
 
 def test_running_on_pins_for_the_block_only() -> None:
     before = os.sched_getaffinity(0)
+    policy = os.sched_getscheduler(0)
     one = min(before)
-    with running_on([one]):
+    with running_on([one], realtime=realtime_allowed()):
         assert os.sched_getaffinity(0) == {one}
+        if realtime_allowed():
+            assert os.sched_getscheduler(0) == os.SCHED_RR
     assert os.sched_getaffinity(0) == before
+    assert os.sched_getscheduler(0) == policy
     with running_on([]):
         assert os.sched_getaffinity(0) == before
 

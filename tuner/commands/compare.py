@@ -144,7 +144,8 @@ def compare_command(engines: list[str], workload: Path, models: dict[str, str], 
     cands: list[Candidate] = []
     t0 = time.monotonic()
     with guarded(*{type(p.launcher): p.launcher for p in preps}.values()), \
-            running_on(preps[0].hardware.client_cpus), \
+            running_on(preps[0].hardware.client_cpus,
+                       realtime=preps[0].hardware.client_realtime), \
             RichProgress(progress_console) as progress:
         for prep in preps:
             progress.status("study", f"{prep.cfg.name}: {prep.spec.display_name} "

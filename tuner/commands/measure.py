@@ -75,7 +75,8 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
         raise ConfigError(f"{prep.spec.name} has no knob {unknown[0]!r}; the knobs are in "
                           f"engines/{prep.spec.name}.yaml")
     results: list[TrialResult] = []
-    with guarded(prep.launcher), running_on(prep.hardware.client_cpus), \
+    with guarded(prep.launcher), running_on(prep.hardware.client_cpus,
+                                                 realtime=prep.hardware.client_realtime), \
             RichProgress(progress_console) as progress:
         progress.status("measure", f"{prep.spec.display_name} {prep.engine_version}, "
                         f"{'defaults' if defaults else config}, {repeats} fresh starts")

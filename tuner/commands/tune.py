@@ -46,7 +46,7 @@ def tune_command(cfg: StudyConfig, settings: Settings, console: Console,
     prep = prepare(cfg, settings)
     spec, hw, tracker, eng_version = prep.spec, prep.hardware, prep.tracker, prep.engine_version
     state = StudyProgress()
-    with guarded(prep.launcher), running_on(hw.client_cpus), \
+    with guarded(prep.launcher), running_on(hw.client_cpus, realtime=hw.client_realtime), \
             RichProgress(progress_console) as progress:
         if prep.removed:
             progress.note(f"removed {len(prep.removed)} orphaned engine(s) of an earlier run")

@@ -66,6 +66,8 @@ def _child_setup(cpus: set[int], nice: int) -> Callable[[], None]:
         _die_with_parent()
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, cpus)
+        with contextlib.suppress(OSError):  # the load generator's real-time priority is its own
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
         if nice:
             with contextlib.suppress(OSError):
                 os.nice(nice)

@@ -1,11 +1,12 @@
 """Async OpenAI-compatible streaming client: one request in, one record out.
 
-One ``httpx.AsyncClient`` per run, on aiohttp's transport (``httpx-aiohttp``: a quarter of
-the CPU per streamed token of httpx's own, measured in experiments/benchmarks/client_cost.py),
-with explicit timeouts and a connection pool at least as large as the load. The stream is read
-as raw bytes and split into events here; each network read gets one timestamp and, where the
-server counts tokens in every event (vLLM's continuous usage), its last count is read from the
-bytes without parsing JSON.
+One client per run, keep-alive connections as many as the load needs, each request bounded in
+time as a whole. Responses stream on asyncio protocols parsed by httptools (``raw_http``), a
+network read being one callback; httpx (on aiohttp's transport, or its own) is the alternative
+the benchmark compares (experiments/benchmarks/client_cost.py). The stream is split into
+events here; each network read gets one timestamp and, where the server counts tokens in
+every event (vLLM's continuous usage), its last count is read from the bytes without parsing
+JSON.
 Every failure becomes ``record.error``; only cancellation propagates (after the record says
 so). A request served other than planned says so in ``record.mismatch``; one whose forced
 output was cut short is an error.
@@ -22,6 +23,7 @@ import httpx
 import orjson
 from httpx_aiohttp import AiohttpTransport
 
+from tuner.loadgen.raw_http import RawHttpPool
 from tuner.loadgen.records import RequestRecord
 from tuner.loadgen.sse import DONE, SseSplitter, ends_with_done, last_int, payloads
 from tuner.workload.plan import PlannedRequest
@@ -80,104 +82,55 @@ def plan_mismatch(rec: RequestRecord, caps: ServerCaps) -> str | None:
     return "; ".join(problems) or None
 
 
-class StreamClient:
-    """Sends planned requests and fills their records. Use as an async context manager."""
+class Reading:
+    """One response being read: each network read's bytes in, the record filled."""
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        model: str,
-        api: Api,
-        caps: ServerCaps,
-        pool_size: int,
-        timeout_s: float,
-        temperature: float = 0.0,
-        headers: dict[str, str] | None = None,
-        transport: Literal["aiohttp", "httpx"] = "aiohttp",
-    ) -> None:
-        self.model = model
-        self.api = api
-        self.caps = caps
-        self.temperature = temperature
-        self._path = "/v1/chat/completions" if api == "chat" else "/v1/completions"
-        limits = httpx.Limits(max_connections=pool_size, max_keepalive_connections=pool_size)
-        # The request's whole time is bounded (``send``); a read timeout would re-arm a timer
-        # on every network read, 5% of the client's CPU per token.
-        self.timeout_s = timeout_s
-        timeout = httpx.Timeout(None, connect=10.0, pool=None)
-        self._http = httpx.AsyncClient(
-            base_url=base_url, limits=limits, timeout=timeout,
-            headers={"content-type": "application/json", **(headers or {})},
-            transport=AiohttpTransport(limits=limits) if transport == "aiohttp" else None)
+    __slots__ = ("caps", "rec", "split", "counted")
 
-    async def __aenter__(self) -> StreamClient:
-        return self
+    def __init__(self, caps: ServerCaps, rec: RequestRecord) -> None:
+        self.caps, self.rec = caps, rec
+        self.split = SseSplitter()
+        self.counted = 0
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self._http.aclose()
-
-    async def send(self, req: PlannedRequest, rec: RequestRecord, t0_ns: int) -> None:
-        """Send ``req`` now; record every chunk's arrival on the clock that started at t0_ns."""
-        body = request_body(req, model=self.model, api=self.api, caps=self.caps,
-                            temperature=self.temperature)
-        rec.sent_ns = time.perf_counter_ns() - t0_ns
+    def read(self, chunk: bytes, now: int) -> bool:
+        """One read's bytes, arrived at ``now``; True once the response is over ([DONE], or
+        an error the record now holds)."""
+        block = self.split.feed(chunk)
+        if not block:
+            return False
+        rec = self.rec
         try:
-            async with asyncio.timeout(self.timeout_s), \
-                    self._http.stream("POST", self._path, content=orjson.dumps(body)) as resp:
-                rec.status = resp.status_code
-                if resp.status_code != 200:
-                    text = (await resp.aread()).decode("utf-8", "replace")
-                    rec.error = f"HTTP {resp.status_code}: {text[:200]}"
-                    return
-                await self._read_stream(resp, req, rec, t0_ns)
-        except TimeoutError:
-            rec.error = f"timeout: no end after {self.timeout_s:g} s (request_timeout_s)"
-        except asyncio.CancelledError:
-            rec.error = rec.error or "cancelled"
-            raise
-        except httpx.HTTPError as exc:
-            rec.error = http_error(exc)
-        finally:
-            if rec.error is None and rec.done_ns is None:
-                rec.error = "stream ended before [DONE]"
-            rec.mismatch = plan_mismatch(rec, self.caps)
+            tokens, text = self._count(block)
+        except ValueError as exc:
+            rec.error = str(exc)
+            return True
+        if tokens > 0 or text:
+            if rec.first_token_ns is None:
+                rec.first_token_ns = now
+            rec.chunk_ns.append(now)
+            rec.chunk_tokens.append(tokens)
+        if ends_with_done(block):
+            rec.done_ns = now
+            return True
+        return False
 
-    async def _read_stream(self, resp: httpx.Response, req: PlannedRequest, rec: RequestRecord,
-                           t0_ns: int) -> None:
-        split = SseSplitter()
-        counted = 0
-        async for chunk in resp.aiter_raw():
-            now = time.perf_counter_ns() - t0_ns
-            block = split.feed(chunk)
-            if not block:
-                continue
-            try:
-                tokens, text, counted = self._count(block, rec, counted)
-            except ValueError as exc:
-                rec.error = str(exc)
-                return
-            if tokens > 0 or text:
-                if rec.first_token_ns is None:
-                    rec.first_token_ns = now
-                rec.chunk_ns.append(now)
-                rec.chunk_tokens.append(tokens)
-            if ends_with_done(block):
-                rec.done_ns = now
-                return
-        # Some servers close the stream without [DONE]; a clean end with all the output
-        # still counts, one cut short of a forced length does not.
+    def ended(self, req: PlannedRequest, now: int) -> None:
+        """The stream closed. Some servers close it without [DONE]; a clean end with all the
+        output still counts, one cut short of a forced length does not."""
+        rec = self.rec
+        if rec.done_ns is not None or rec.error is not None:
+            return
         if self.caps.forces_output_length and rec.generated < req.output_tokens:
             rec.error = (f"stream ended without [DONE] after {rec.generated} of "
                          f"{req.output_tokens} forced output tokens")
         elif rec.chunk_ns:
-            rec.done_ns = time.perf_counter_ns() - t0_ns
+            rec.done_ns = now
 
-    def _count(self, block: bytes, rec: RequestRecord, counted: int) -> tuple[int, bool, int]:
-        """Tokens and whether text arrived in one read's events, and the running count.
-        With continuous usage the read's last count says it all and no JSON is parsed;
-        otherwise (or when an event may carry an error) every event is parsed. Raises
-        ValueError with the record's error."""
+    def _count(self, block: bytes) -> tuple[int, bool]:
+        """Tokens and whether text arrived in one read's events. With continuous usage the
+        read's last count says it all and no JSON is parsed; otherwise (or when an event may
+        carry an error) every event is parsed. Raises ValueError with the record's error."""
+        rec = self.rec
         if self.caps.continuous_usage and b'"error"' not in block:
             done = last_int(block, b"completion_tokens")
             if done is not None:
@@ -185,7 +138,8 @@ class StreamClient:
                 prompt = last_int(block, b"prompt_tokens")
                 if prompt is not None:
                     rec.prompt_tokens = prompt
-                return done - counted, False, done
+                tokens, self.counted = done - self.counted, done
+                return tokens, False
         tokens, text = 0, False
         for payload in payloads(block):
             if payload == DONE:
@@ -200,13 +154,115 @@ class StreamClient:
                 if done is not None:
                     rec.output_tokens = done
                     if self.caps.continuous_usage:
-                        tokens, counted = tokens + done - counted, done
+                        tokens, self.counted = tokens + done - self.counted, done
             said = "".join(chunk_text(c) for c in event.get("choices") or [])
             if said:
                 text = True
                 if not self.caps.continuous_usage:
                     tokens += 1
-        return tokens, text, counted
+        return tokens, text
+
+
+Transport = Literal["raw", "aiohttp", "httpx"]
+
+
+class StreamClient:
+    """Sends planned requests and fills their records. Use as an async context manager.
+
+    ``transport``: "raw" (the default) streams on asyncio protocols with httptools' parser
+    (``raw_http``); "aiohttp" and "httpx" go through httpx, on aiohttp's transport or its own
+    (kept for comparison: experiments/benchmarks/client_cost.py)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str,
+        api: Api,
+        caps: ServerCaps,
+        pool_size: int,
+        timeout_s: float,
+        temperature: float = 0.0,
+        headers: dict[str, str] | None = None,
+        transport: Transport = "raw",
+    ) -> None:
+        self.model = model
+        self.api = api
+        self.caps = caps
+        self.temperature = temperature
+        self._path = "/v1/chat/completions" if api == "chat" else "/v1/completions"
+        # The request's whole time is bounded (``send``); a read timeout would re-arm a timer
+        # on every network read, 5% of the client's CPU per token.
+        self.timeout_s = timeout_s
+        self._raw = RawHttpPool(base_url, headers) if transport == "raw" else None
+        limits = httpx.Limits(max_connections=pool_size, max_keepalive_connections=pool_size)
+        self._http = httpx.AsyncClient(
+            base_url=base_url, limits=limits, timeout=httpx.Timeout(None, connect=10.0),
+            headers={"content-type": "application/json", **(headers or {})},
+            transport=AiohttpTransport(limits=limits) if transport == "aiohttp" else None)
+
+    async def __aenter__(self) -> StreamClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._raw is not None:
+            self._raw.close()
+        await self._http.aclose()
+
+    async def send(self, req: PlannedRequest, rec: RequestRecord, t0_ns: int) -> None:
+        """Send ``req`` now; record every read's arrival on the clock that started at t0_ns."""
+        body = orjson.dumps(request_body(req, model=self.model, api=self.api, caps=self.caps,
+                                         temperature=self.temperature))
+        reading = Reading(self.caps, rec)
+        rec.sent_ns = time.perf_counter_ns() - t0_ns
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                if self._raw is not None:
+                    await self._send_raw(body, reading, t0_ns)
+                else:
+                    await self._send_httpx(body, reading, t0_ns)
+            if rec.status == 200:
+                reading.ended(req, time.perf_counter_ns() - t0_ns)
+        except TimeoutError:
+            rec.error = f"timeout: no end after {self.timeout_s:g} s (request_timeout_s)"
+        except asyncio.CancelledError:
+            rec.error = rec.error or "cancelled"
+            raise
+        except httpx.HTTPError as exc:
+            rec.error = http_error(exc)
+        except OSError as exc:  # ConnectionError and the rest of the socket's failures
+            rec.error = f"{type(exc).__name__}: {exc}"[:300]
+        finally:
+            if rec.error is None and rec.done_ns is None:
+                rec.error = "stream ended before [DONE]"
+            rec.mismatch = plan_mismatch(rec, self.caps)
+
+    async def _send_raw(self, body: bytes, reading: Reading, t0_ns: int) -> None:
+        assert self._raw is not None
+        rec = reading.rec
+        refused = bytearray()
+
+        def on_data(status: int, chunk: bytes) -> bool:
+            if status != 200:
+                refused.extend(chunk[:400])
+                return False
+            return reading.read(chunk, time.perf_counter_ns() - t0_ns)
+
+        rec.status = await self._raw.post(self._path, body, on_data)
+        if rec.status != 200:
+            rec.error = f"HTTP {rec.status}: {refused.decode('utf-8', 'replace')[:200]}"
+
+    async def _send_httpx(self, body: bytes, reading: Reading, t0_ns: int) -> None:
+        rec = reading.rec
+        async with self._http.stream("POST", self._path, content=body) as resp:
+            rec.status = resp.status_code
+            if resp.status_code != 200:
+                text = (await resp.aread()).decode("utf-8", "replace")
+                rec.error = f"HTTP {resp.status_code}: {text[:200]}"
+                return
+            async for chunk in resp.aiter_raw():
+                if reading.read(chunk, time.perf_counter_ns() - t0_ns):
+                    return
 
 
 def parse_event(payload: bytes) -> dict[str, Any]:

@@ -41,8 +41,9 @@ async def send(handler, caps: ServerCaps = DEFAULT_CAPS,  # type: ignore[no-unty
         bodies.append(json.loads(request.content))
         return handler(request)
 
+    # httpx's MockTransport at the seam; the reading of the stream is the raw transport's too.
     client = StreamClient("http://x", model="m", api=api, caps=caps,  # type: ignore[arg-type]
-                          pool_size=4, timeout_s=5)
+                          pool_size=4, timeout_s=5, transport="httpx")
     client._http = httpx.AsyncClient(base_url="http://x", transport=httpx.MockTransport(wrapped))
     rec = record()
     async with client:

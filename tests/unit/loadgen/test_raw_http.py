@@ -1,0 +1,123 @@
+"""The raw streaming transport against scripted servers on real sockets (127.0.0.1)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from tuner.loadgen.client import ServerCaps, StreamClient
+from tuner.loadgen.records import RequestRecord
+from tuner.workload.plan import PlannedRequest
+
+Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+REQ = PlannedRequest(0, "c", None, 10, 2, "hello")
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def event(done: int) -> bytes:
+    return (b'data: {"choices":[{"text":"a"}],"usage":{"prompt_tokens":10,'
+            b'"completion_tokens":%d}}\n\n' % done)
+
+
+async def read_request(reader: asyncio.StreamReader) -> None:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length"))
+    await reader.readexactly(length)
+
+
+@asynccontextmanager
+async def serving(script: Script) -> AsyncIterator[tuple[str, list[int]]]:
+    connections: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        try:
+            await script(reader, writer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", connections
+    finally:
+        server.close()
+
+
+async def send(url: str, n: int = 1) -> list[RequestRecord]:
+    records = []
+    async with StreamClient(url, model="m", api="completions", caps=ServerCaps(),
+                            pool_size=4, timeout_s=5) as client:
+        for i in range(n):
+            rec = RequestRecord(index=i, class_name="c", prefix_group=None, input_tokens=10,
+                                planned_output_tokens=2, scheduled_ns=0)
+            await client.send(REQ, rec, 0)
+            records.append(rec)
+    return records
+
+
+async def streams(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    while True:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        # the second event cut across two writes, [DONE] and the end in one
+        whole = event(2)
+        writer.write(chunk(event(1)) + chunk(whole[:20]))
+        await writer.drain()
+        await asyncio.sleep(0.01)
+        writer.write(chunk(whole[20:]) + chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+        await writer.drain()
+
+
+async def test_streams_are_read_and_connections_kept_alive() -> None:
+    async with serving(streams) as (url, connections):
+        recs = await send(url, n=3)
+    assert all(r.ok for r in recs), [r.error for r in recs]
+    assert [r.output_tokens for r in recs] == [2, 2, 2]
+    assert [sum(r.chunk_tokens) for r in recs] == [2, 2, 2]
+    assert recs[0].prompt_tokens == 10
+    assert recs[0].mismatch is None
+    assert len(connections) == 1  # one connection for three requests
+
+
+async def test_a_refused_request_is_a_record_with_the_servers_words() -> None:
+    async def refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 10\r\n\r\n"
+                     b"overloaded")
+        await writer.drain()
+
+    async with serving(refuse) as (url, _):
+        [rec] = await send(url)
+    assert rec.status == 503
+    assert rec.error == "HTTP 503: overloaded"
+
+
+async def test_a_server_that_drops_the_stream_midway_is_an_error() -> None:
+    async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+                     + chunk(event(1)))
+        await writer.drain()
+        writer.transport.abort()
+
+    async with serving(drop) as (url, _):
+        [rec] = await send(url)
+    assert not rec.ok
+    assert "ConnectionError" in (rec.error or "")
+    assert rec.chunk_tokens == [1]
+
+
+async def test_nobody_listening_is_a_record() -> None:
+    async with serving(streams) as (url, _):
+        pass  # closed again: the port refuses
+    [rec] = await send(url)
+    assert rec.error is not None
+    assert "Connect" in rec.error or "refused" in rec.error.lower()
