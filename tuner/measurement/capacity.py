@@ -6,8 +6,9 @@ bisect between the highest pass and the lowest fail until they are within
 (concurrency) are integers and bisect to neighbours. Each step uses fresh
 prompts (its own epoch) so steps do not warm each other's prefix cache. A failing
 load is measured again before it counts as failed (``confirm_failures``). A step that failed
-while the load generator was saturated is not the engine's failure: the search stops there
-(``client_saturated``) with the capacity at least the highest load that passed.
+while the load generator was saturated is not the engine's failure: it is measured again, and
+if the client saturates again the search stops there (``client_saturated``) with the capacity
+at least the highest load that passed.
 
 The capacity is then estimated between the bracketing steps (:func:`estimate`): for each
 check the failing step failed, the load at which it crosses its bound, linearly interpolated
@@ -121,21 +122,28 @@ async def find_capacity(step: Step, start: float, cfg: CapacitySearch, *, intege
 
     saturated = False
 
-    async def run(load: float) -> bool:
-        nonlocal low, high, saturated
+    async def measured(load: float) -> RunSummary | None:
+        """A step at ``load``; one the saturated client failed is measured again, once; None
+        when that failed saturated too (the client, not the engine, is the limit)."""
         summary = await step(load, len(steps))
         steps.append(summary)
+        if not summary.slo.passed and summary.client_saturated and budget() is None:
+            summary = await step(load, len(steps))
+            steps.append(summary)
         if not summary.slo.passed and summary.client_saturated:
+            return None
+        return summary
+
+    async def run(load: float) -> bool:
+        nonlocal low, high, saturated
+        summary = await measured(load)
+        if summary is None:
             saturated = True
             return False
         if not summary.slo.passed and cfg.confirm_failures and budget() is None:
             # A load fails only if it fails twice: one stalled second (a new batch shape
             # compiled, a noisy neighbour) must not put the bracket below the capacity.
-            summary = await step(load, len(steps))
-            steps.append(summary)
-            saturated = not summary.slo.passed and summary.client_saturated is not None
-            if saturated:
-                return False
+            summary = await measured(load) or summary
         if summary.slo.passed:
             if low is None or load > low.load:
                 low = summary

@@ -35,3 +35,14 @@ async def test_the_monitor_sees_a_blocked_loop() -> None:
     await asyncio.sleep(0.02)
     watcher.cancel()
     assert max(lag.lags_ms) >= 30
+
+
+def test_the_garbage_collector_waits_for_the_run_to_end() -> None:
+    import gc
+
+    from tuner.loadgen.runner import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()

@@ -90,8 +90,9 @@ async def test_confirmation_can_be_turned_off() -> None:
 
 
 async def test_a_step_failed_by_a_saturated_client_is_not_the_engines_failure() -> None:
-    """The engine holds up to 40, the client saturates from 20: the search stops at 20 with
-    the capacity at least 10, and never records 20 as the engine's failing load."""
+    """The engine holds up to 40, the client saturates from 20: 20 is measured again, saturates
+    again, and the search stops there with the capacity at least 10, never recording 20 as the
+    engine's failing load."""
     calls: list[float] = []
 
     async def step(load: float, epoch: int) -> RunSummary:
@@ -106,4 +107,25 @@ async def test_a_step_failed_by_a_saturated_client_is_not_the_engines_failure() 
     assert result.stopped_by == "client_saturated"
     assert result.max_load == 10
     assert result.lowest_failing_load is None
-    assert calls == [5, 10, 20]  # a saturated failure is not measured again
+    assert calls == [5, 10, 20, 20]
+
+
+async def test_a_saturated_failure_measured_again_without_saturation_counts() -> None:
+    """One stall of the client at 20: the step is measured again, unsaturated, and counts."""
+    calls: list[float] = []
+
+    async def step(load: float, epoch: int) -> RunSummary:
+        calls.append(load)
+        s = fake_summary(load, load <= 15)
+        if len(calls) == 3:
+            s = s.model_copy(update={"client_saturated": "load generator saturated: sends "
+                                     "172.3 ms late at p99"})
+        return s
+
+    result = await find_capacity(step, 5, CapacitySearch(max_steps=12, tolerance=0.1,
+                                                         confirm_failures=False))
+    assert result.stopped_by == "converged"
+    assert calls[:4] == [5, 10, 20, 20]
+    assert result.lowest_failing_load is not None
+    assert result.max_load is not None
+    assert result.max_load <= 15 < result.lowest_failing_load
