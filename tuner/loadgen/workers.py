@@ -32,9 +32,10 @@ from tuner.loadgen.saturation import LoopLag
 from tuner.loadgen.schedule import sleep_until
 from tuner.workload.plan import PlannedRequest
 
-TOKENS_PER_CORE = 12_000
+TOKENS_PER_CORE = 15_000
 """Output tokens per second one worker is given by default: about half of what one process
-streams at full CPU on the benchmark machine, so each keeps room for bursts."""
+streams at full CPU (31k on the 2-core benchmark machine, client_cost.txt), so each keeps
+room for bursts."""
 START_TIMEOUT_S = 60.0
 FLUSH_S = 0.05
 """How often a worker reports what happened (sends and finished records)."""

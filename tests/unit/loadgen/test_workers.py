@@ -45,8 +45,8 @@ def test_two_workers_merge_into_one_run_in_plan_order(synth: PromptSynth) -> Non
     assert outcome.planned == 60
 
 
-def test_the_default_is_one_process_per_twelve_thousand_tokens_per_second() -> None:
+def test_the_default_is_one_process_per_fifteen_thousand_tokens_per_second() -> None:
     assert workers_for(3_000, 8) == 1
-    assert workers_for(30_000, 8) == 3
+    assert workers_for(40_000, 8) == 3
     assert workers_for(300_000, 8) == 8   # no more than the generator's cores
     assert workers_for(30_000, 1) == 1
