@@ -2,4 +2,5 @@
 
 from tuner.cli import main
 
-main()
+if __name__ == "__main__":  # not when a spawned load-generator worker imports this module
+    main()
