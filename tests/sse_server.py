@@ -1,6 +1,9 @@
-"""A minimal OpenAI-style streaming server for client tests: raw asyncio on a thread of the
-test process, 127.0.0.1 and a free port. Each completion streams ``max_tokens`` events
-``gap_s`` apart, with vLLM's continuous usage, then [DONE]."""
+"""A minimal OpenAI-style streaming server: raw asyncio, 127.0.0.1. Each completion streams
+``max_tokens`` events ``gap_s`` apart, shaped as vLLM's (continuous usage), then [DONE].
+
+Client tests run it on a thread of the test process (``sse_server``, a free port);
+experiments/benchmarks/client_cost.py runs it as its own process:
+``python -m tests.sse_server PORT GAP_S``."""
 
 from __future__ import annotations
 
@@ -29,9 +32,10 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
             writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                          b"transfer-encoding: chunked\r\n\r\n")
             for i in range(n):
-                usage = {"prompt_tokens": 1, "completion_tokens": i + 1}
-                ev = ("data: " + json.dumps({"choices": [{"text": " a"}], "usage": usage})
-                      + "\n\n").encode()
+                ev = (b'data: {"id":"cmpl-1","object":"text_completion","created":1,'
+                      b'"model":"tiny-llama","choices":[{"index":0,"text":" a","logprobs":null,'
+                      b'"finish_reason":null}],"usage":{"prompt_tokens":32,"total_tokens":%d,'
+                      b'"completion_tokens":%d}}\n\n' % (33 + i, i + 1))
                 writer.write(b"%x\r\n%s\r\n" % (len(ev), ev))
                 await writer.drain()
                 await asyncio.sleep(gap_s)
@@ -68,3 +72,16 @@ def sse_server(gap_s: float = 0.002) -> Iterator[str]:
     finally:
         loop.call_soon_threadsafe(lambda: [t.cancel() for t in asyncio.all_tasks(loop)])
         thread.join(5)
+
+
+async def serve_forever(port: int, gap_s: float) -> None:
+    server = await asyncio.start_server(lambda r, w: _handle(r, w, gap_s), "127.0.0.1", port,
+                                        backlog=1024)
+    async with server:
+        await server.serve_forever()
+
+
+if __name__ == "__main__":
+    import sys
+
+    asyncio.run(serve_forever(int(sys.argv[1]), float(sys.argv[2])))

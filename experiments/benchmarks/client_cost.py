@@ -1,7 +1,7 @@
 """What the load generator costs per streamed token, next to vLLM's own client, in one run.
 
-Server: a minimal OpenAI-style streaming server (raw asyncio, one process, on its own core):
-every response streams ``max_tokens`` events 5 ms apart, each with vLLM's continuous usage.
+Server: tests/sse_server.py (raw asyncio, one process, on its own core): every response
+streams ``max_tokens`` events 5 ms apart, shaped as vLLM's, with its continuous usage.
 Clients, each on the other core, alternating, at a constant 20 req/s, 32 in / 128 out:
 - ``vllm bench serve`` (vLLM's benchmark module, as installed),
 - ``tune bench`` at BASE (the client before issue 11: httpx's own transport, asyncio's loop,
@@ -46,51 +46,6 @@ from tuner.workload.models import Workload
 BASE = "5778967"  # main before issue 11
 INPUT, OUTPUT, RATE = 32, 128, 20.0
 ROOT = Path(__file__).resolve().parents[2]
-
-SERVER = r'''
-import asyncio, json, sys
-GAP = 0.005
-
-async def handle(reader, writer):
-    try:
-        while True:
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.split(b"\r\n"):
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            body = await reader.readexactly(length) if length else b""
-            if head.startswith(b"GET"):
-                data = json.dumps({"data": [{"id": "tiny-llama"}]}).encode()
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                             b"content-length: %d\r\n\r\n%s" % (len(data), data))
-                continue
-            n = json.loads(body).get("max_tokens", 16)
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                         b"transfer-encoding: chunked\r\n\r\n")
-            for i in range(n):
-                ev = ('data: {"id":"cmpl-1","object":"text_completion","created":1,'
-                      '"model":"tiny-llama","choices":[{"index":0,"text":" a","logprobs":null,'
-                      '"finish_reason":null}],"usage":{"prompt_tokens":32,"total_tokens":%d,'
-                      '"completion_tokens":%d}}\n\n' % (33 + i, i + 1)).encode()
-                writer.write(b"%x\r\n%s\r\n" % (len(ev), ev))
-                await writer.drain()
-                await asyncio.sleep(GAP)
-            end = b"data: [DONE]\n\n"
-            writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(end), end))
-            await writer.drain()
-    except (asyncio.IncompleteReadError, ConnectionError):
-        pass
-    finally:
-        writer.close()
-
-async def main():
-    server = await asyncio.start_server(handle, "127.0.0.1", int(sys.argv[1]), backlog=1024)
-    async with server:
-        await server.serve_forever()
-
-asyncio.run(main())
-'''
 
 VLLM_BENCH = """
 import sys
@@ -263,7 +218,8 @@ def main() -> None:
                           capture_output=True).stdout.strip()
     print(f"commit: {head}")
     port = free_port()
-    server = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", SERVER, str(port)])
+    server = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-m", "tests.sse_server",
+                               str(port), "0.005"], cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "base"

@@ -48,14 +48,11 @@ class _Connection(asyncio.Protocol):
         except httptools.HttpParserError as exc:
             self._finish(ConnectionError(f"bad HTTP response: {exc}"))
             return
-        if self._body and self.on_data is not None:
-            body = bytes(self._body)
-            self._body.clear()
-            if self.on_data(self.status, body) and self._grace is None \
-                    and self.done is not None and not self.done.done():
-                self.on_data = None
-                self._grace = asyncio.get_running_loop().call_later(
-                    END_GRACE_S, lambda: self._finish(None, close=True))
+        if self._flush() and self._grace is None \
+                and self.done is not None and not self.done.done():
+            self.on_data = None
+            self._grace = asyncio.get_running_loop().call_later(
+                END_GRACE_S, lambda: self._finish(None, close=True))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -71,11 +68,16 @@ class _Connection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         self.keep_alive = self.parser.should_keep_alive()
-        if self._body and self.on_data is not None:
-            body = bytes(self._body)
-            self._body.clear()
-            self.on_data(self.status, body)
+        self._flush()
         self._finish(None)
+
+    def _flush(self) -> bool:
+        """Hand the body bytes parsed so far to ``on_data``; what it answered (False: none)."""
+        if not self._body or self.on_data is None:
+            return False
+        body = bytes(self._body)
+        self._body.clear()
+        return self.on_data(self.status, body)
 
     def start(self, on_data: OnData) -> asyncio.Future[None]:
         self.status, self.keep_alive, self.on_data = 0, False, on_data
