@@ -238,7 +238,7 @@ cost: {{usd_per_hour: 0.5}}
     assert [int(r["index"]) for r in rows] == list(range(42))
     assert all(r["error"] == "" for r in rows), {r["error"] for r in rows}
     late_ms = sorted((int(r["sent_ns"]) - int(r["scheduled_ns"])) / 1e6 for r in rows)
-    assert late_ms[0] > -1.0  # the loop's timers round to the millisecond
+    assert late_ms[0] >= 0  # never sent before its time
     assert late_ms[len(late_ms) // 2] < 20  # the median send on time (a loaded 2-core host)
     offsets = [int(r["scheduled_ns"]) for r in rows]
     assert offsets == sorted(offsets)

@@ -34,3 +34,23 @@ async def test_other_tasks_run_while_a_send_waits() -> None:
     await runner.sleep_until(time.perf_counter_ns() + 5_000_000)
     task.cancel()
     assert ticks > 1
+
+
+def test_never_early_on_uvloop_while_the_loop_is_busy() -> None:
+    """uvloop's timers count from the time cached when the loop's iteration began: a timer set
+    late in a busy iteration fires early unless the wait is repeated."""
+    from tuner.loadgen import event_loop
+
+    async def busy_then_wait(ahead_ns: int) -> int:
+        spin_until = time.perf_counter_ns() + 1_500_000  # the iteration is 1.5 ms old already
+        while time.perf_counter_ns() < spin_until:
+            pass
+        target = time.perf_counter_ns() + ahead_ns
+        await runner.sleep_until(target)
+        return time.perf_counter_ns() - target
+
+    async def main() -> list[int]:
+        await asyncio.sleep(0.001)
+        return [await busy_then_wait(ahead) for ahead in range(100_000, 3_000_000, 150_000)]
+
+    assert min(event_loop.run(main())) >= 0

@@ -39,7 +39,7 @@ def test_two_workers_merge_into_one_run_in_plan_order(synth: PromptSynth) -> Non
     assert [r.scheduled_ns for r in recs] == [int(o) for o in offsets]
     assert [r.warmup for r in recs] == [is_warmup(w, i, int(o)) for i, o in enumerate(offsets)]
     late_ms = sorted((r.sent_ns - r.scheduled_ns) / 1e6 for r in recs)
-    assert late_ms[0] > -1.0  # the loop's timers round to the millisecond
+    assert late_ms[0] >= 0  # never sent before its time
     assert late_ms[-1] < 250  # on schedule (loose: a busy 2-core test machine)
     assert outcome.client_cpu is not None
     assert outcome.planned == 60
