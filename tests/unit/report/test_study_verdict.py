@@ -50,3 +50,14 @@ def test_a_winner_whose_slos_did_not_hold_again_says_so() -> None:
                                timing=Timing())
     text = study_verdict("vLLM", outcome, trial(0, True, 0.853), trial(0, True, 0.853))
     assert "the SLOs held in only 0 of 1 fresh starts" in text
+
+
+def test_defaults_whose_slos_did_not_hold_again_make_the_saving_a_lower_bound() -> None:
+    d = remeasured(0, True, 0.0122, []).model_copy(update={"slo_passed_runs": 0, "load": 56.7})
+    best = remeasured(3, False, 0.0115, [])
+    outcome = RemeasureOutcome(candidates=[d, best], winner=best, defaults=d,
+                               tuning_delta=Interval(value=1.07, low=1.03, high=1.11), runs=[],
+                               timing=Timing())
+    text = study_verdict("vLLM", outcome, trial(0, True, 0.0115), trial(3, False, 0.0115))
+    assert text.startswith("tuning vLLM saved 1.07x (1.03-1.11)")
+    assert "the defaults' SLOs held in only 0 of 1 fresh starts at load 56.7" in text
