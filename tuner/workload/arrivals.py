@@ -65,7 +65,40 @@ class _OpenLoop(StrictModel):
         return offsets
 
 
-class PoissonArrivals(_OpenLoop):
+class _Sampled(_OpenLoop):
+    """Random gaps; with ``exact_rate`` (the default) a run offers exactly its rate.
+
+    A plain sample of n gaps spans n/rate only on average (its realized rate is off by about
+    1/sqrt(n): 5% for a step of 400 requests), so a capacity step would offer a load other than
+    the one it is recorded at, differently for every seed. With ``exact_rate`` the sampled gaps
+    are scaled to span exactly n/rate, as ``vllm bench serve`` does; for Poisson arrivals that
+    is the Poisson process given its count (the times of n arrivals in a window are uniform).
+    """
+
+    exact_rate: bool = Field(default=True, description="scale the sampled gaps so that each "
+                             "run offers exactly `rate` (false: the plain sample)")
+
+    def offsets_ns(
+        self, rng: np.random.Generator, count: int | None, duration_s: float | None
+    ) -> np.ndarray:
+        if not self.exact_rate:
+            return super().offsets_ns(rng, count, duration_s)
+        if count is None and duration_s is None:
+            raise ValueError("either a request count or a duration is needed")
+        n_window = None if duration_s is None else max(1, round(self.rate * duration_s))
+        if count is not None and (n_window is None or count < n_window):
+            n, span = count, count / self.rate
+        else:
+            assert n_window is not None
+            assert duration_s is not None
+            n, span = n_window, duration_s
+        ends = np.cumsum(self._gaps(rng, n))  # the (n+1)-th arrival would come at the end
+        times = np.concatenate([[0.0], ends[:-1]]) * (span / ends[-1])
+        offsets: np.ndarray = np.rint(times * NS).astype(np.int64)
+        return offsets
+
+
+class PoissonArrivals(_Sampled):
     """Exponential inter-arrival times at ``rate``."""
 
     process: Literal["poisson"] = "poisson"
@@ -77,7 +110,7 @@ class PoissonArrivals(_OpenLoop):
         return self.model_copy(update={"rate": load})
 
 
-class GammaArrivals(_OpenLoop):
+class GammaArrivals(_Sampled):
     """Gamma inter-arrival times with mean 1/rate and shape ``burstiness``.
 
     burstiness = 1 is Poisson; below 1 is burstier (coefficient of variation 1/sqrt(shape)),

@@ -72,3 +72,25 @@ def test_trace_rejects_a_line_without_lengths(tmp_path) -> None:  # type: ignore
     with pytest.raises(ValueError, match="t.jsonl:2: not a trace entry"):
         TraceArrivals.model_validate({"process": "trace", "file": "t.jsonl"},
                                      context={"base_dir": tmp_path})
+
+
+def test_each_run_offers_exactly_its_rate() -> None:
+    """A step is recorded at its rate: n requests span n/rate, whatever the seed."""
+    for seed in range(20):
+        offsets = PoissonArrivals(rate=50).offsets_ns(np.random.default_rng(seed), None, 8.0)
+        assert len(offsets) == 400
+        assert offsets[0] == 0
+        assert offsets[-1] < 8 * NS
+        counted = GammaArrivals(rate=50, burstiness=0.5).offsets_ns(
+            np.random.default_rng(seed), 100, 8.0)
+        assert len(counted) == 100
+        assert counted[-1] < 2 * NS
+    # the plain sample offers 50 req/s only on average: the span of 400 gaps varies by ~5%
+    spans = [PoissonArrivals(rate=50, exact_rate=False).offsets_ns(
+        np.random.default_rng(seed), 401, None)[-1] / NS for seed in range(20)]
+    assert np.std(spans) / np.mean(spans) > 0.02
+
+
+def test_exact_rate_keeps_the_shape_of_the_gaps() -> None:
+    g = np.diff(PoissonArrivals(rate=5.0).offsets_ns(np.random.default_rng(1), None, 800.0)) / NS
+    assert stats.kstest(g, "expon", args=(0, 1 / 5.0)).pvalue > 0.01
