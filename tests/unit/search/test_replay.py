@@ -1,0 +1,80 @@
+"""The offline replay of samplers against a measured table, on a small synthetic table."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tuner.search.replay import MeasuredTable, TableRow, replay
+from tuner.search.samplers import SAMPLERS, make_sampler
+
+
+def table(*, noisy_decoy: bool = False) -> MeasuredTable:
+    """18 configurations: the cost falls with `batch` to a best at 16 with `mode` "b"; batch 1
+    fails its SLOs; mode "c" with batch 64 is rejected before launch. The decoy (batch 2, mode
+    "a") measured once very cheap and once very dear."""
+    rows = []
+    for batch in (1, 2, 4, 8, 16, 64):
+        for mode in ("a", "b", "c"):
+            config = {"batch": batch, "mode": mode}
+            if batch == 64 and mode == "c":
+                rows.append(TableRow(config=config, outcome="invalid_config",
+                                     rejected_before_launch=True))
+            elif batch == 1:
+                rows.append(TableRow(config=config, outcome="slo_infeasible"))
+            else:
+                base = 1.0 + abs(np.log2(batch) - 4) * 0.2 + {"a": 0.3, "b": 0.0, "c": 0.1}[mode]
+                costs = [base * 0.98, base * 1.02]
+                if noisy_decoy and (batch, mode) == (2, "a"):
+                    costs = [0.5, 4.0]
+                rows.append(TableRow(config=config, outcome="ok", costs=costs))
+    rows.append(TableRow(config={"batch": 8, "mode": "a"}, outcome="ok", costs=[1.5, 1.5],
+                         defaults=True))
+    return MeasuredTable(engine="test", knobs={"batch": [1, 2, 4, 8, 16, 64],
+                                               "mode": ["a", "b", "c"]}, rows=rows)
+
+
+def test_a_replayed_study_counts_launched_trials_and_tracks_true_costs() -> None:
+    t = table()
+    run = replay(t, "tpe", seed=1, trials=10)
+    assert len(run.found) == len(run.picked) == 10
+    assert run.found == sorted(run.found, reverse=True)  # the best found never worsens
+    assert run.found[0] == pytest.approx(1.5)             # the defaults go first
+    assert t.best_cost() == pytest.approx(1.0)
+    assert run.trials_to(t.best_cost() * 1.05) in (None, *range(1, 11))
+
+
+def test_every_sampler_replays() -> None:
+    for name in SAMPLERS:
+        run = replay(table(), name, seed=0, trials=6)
+        assert len(run.found) == 6, name
+
+
+def test_a_grid_search_of_the_whole_table_finds_the_best() -> None:
+    t = table()
+    run = replay(t, "random", seed=3, trials=200)  # rejected configurations are not counted
+    assert run.found[-1] == pytest.approx(t.best_cost())
+
+
+def test_intensification_keeps_a_lucky_measurement_from_winning() -> None:
+    t = table(noisy_decoy=True)
+    decoy = 2.25  # the true cost of the decoy: mean of 0.5 and 4.0
+
+    def lucky_picks(intensify: bool) -> int:
+        return sum(replay(t, "random", seed=s, trials=17, intensify=intensify).picked[-1]
+                   == pytest.approx(decoy) for s in range(40))
+
+    assert lucky_picks(intensify=True) < lucky_picks(intensify=False)
+    assert lucky_picks(intensify=True) <= 2
+
+
+def test_an_incomplete_table_is_refused() -> None:
+    t = table()
+    t.rows = t.rows[3:]
+    with pytest.raises(ValueError, match="lacks 3 of 18"):
+        replay(t, "tpe", seed=0, trials=5)
+
+
+def test_an_unknown_sampler_names_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="use one of: tpe, "):
+        make_sampler("smac", seed=0, trials=5)

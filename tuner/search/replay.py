@@ -1,0 +1,161 @@
+"""Offline replay of a search against a measured table: how many trials a sampler needs.
+
+A table holds every configuration of a grid measured on fresh engine starts (each repeat's
+cost, or the outcome that stopped it). A replayed study asks its sampler for a configuration,
+and the "trial" returns one of that configuration's own measured costs, in a random order
+(its measurement noise; measured again, it gives another of its repeats), or its failure; so
+a thousand studies replay in seconds what the table took hours to measure. As in ``tune``:
+the defaults go first when they are a grid point, infeasible trials carry constraints, and
+configurations rejected before launch do not count toward the budget. With ``intensify``, a
+trial that looks better than the incumbent is measured again (counted toward the budget)
+before it can become the incumbent, and the incumbent is the configuration with the lowest
+mean of its measurements.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+from pydantic import BaseModel, Field
+
+from tuner.search.samplers import make_sampler
+
+FAILED = 1e6
+"""The value told for an infeasible trial, as in a study."""
+
+
+class TableRow(BaseModel):
+    """One configuration of the grid: its measured costs, or why it has none."""
+
+    config: dict[str, Any]
+    outcome: str = Field(description="ok, or the failure that stopped every repeat")
+    costs: list[float] = Field(default_factory=list, description="$/M output tokens per repeat")
+    loads: list[float] = Field(default_factory=list)
+    binding: list[str | None] = Field(default_factory=list)
+    rejected_before_launch: bool = False
+    defaults: bool = False
+
+    @property
+    def feasible(self) -> bool:
+        return bool(self.costs)
+
+    @property
+    def true_cost(self) -> float:
+        """The mean of its repeats: the cost with the measurement noise averaged out."""
+        return float(np.mean(self.costs)) if self.costs else float("inf")
+
+
+class MeasuredTable(BaseModel):
+    """A grid (each knob's values) and its rows, with where and how it was measured."""
+
+    engine: str
+    knobs: dict[str, list[Any]]
+    rows: list[TableRow]
+    workload: str = ""
+    command: str = ""
+    machine: str = ""
+    engine_version: str = ""
+
+    @classmethod
+    def load(cls, path: Path) -> MeasuredTable:
+        return cls.model_validate(json.loads(path.read_text()))
+
+    def key(self, config: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(config.get(k) for k in self.knobs)
+
+    def lookup(self) -> dict[tuple[Any, ...], TableRow]:
+        return {self.key(r.config): r for r in self.rows if not r.defaults}
+
+    def grid_size(self) -> int:
+        return int(np.prod([len(v) for v in self.knobs.values()]))
+
+    def missing(self) -> int:
+        return self.grid_size() - len(self.lookup())
+
+    def best_cost(self) -> float:
+        return min(r.true_cost for r in self.rows if r.feasible)
+
+
+@dataclass
+class Replayed:
+    """One replayed study: the true cost of what it had found and picked after each trial."""
+
+    found: list[float] = field(default_factory=list)
+    picked: list[float] = field(default_factory=list)
+
+    def trials_to(self, target: float) -> int | None:
+        """Trials until a configuration with true cost <= target was first measured."""
+        return next((i + 1 for i, c in enumerate(self.found) if c <= target), None)
+
+
+def replay(table: MeasuredTable, sampler: str, *, seed: int, trials: int,
+           constraints: bool = True, intensify: bool = False) -> Replayed:
+    """Replay one study of ``trials`` launched trials (re-measurements included)."""
+    if table.missing():
+        raise ValueError(f"the table lacks {table.missing()} of {table.grid_size()} grid "
+                         "configurations; replay a complete grid")
+    rows = table.lookup()
+    rng = np.random.default_rng(seed)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="minimize",
+                                sampler=make_sampler(sampler, seed=seed, trials=trials))
+    defaults = next((r for r in table.rows if r.defaults), None)
+    if defaults is not None and table.key(defaults.config) in rows:
+        study.enqueue_trial({k: defaults.config[k] for k in table.knobs})
+    seen: dict[tuple[Any, ...], list[float]] = {}
+    out = Replayed()
+    launched = rejected = 0
+    best_found = float("inf")
+
+    draws: dict[int, list[float]] = {}
+
+    def measure(row: TableRow) -> float:
+        """The next of the row's repeats, in a random order: measuring a configuration again
+        gives another of its fresh starts, as long as the table has one."""
+        left = draws.setdefault(id(row), [])
+        if not left:
+            left.extend(rng.permutation(row.costs).tolist())
+        return float(left.pop())
+
+    while launched < trials and rejected < 4 * trials:
+        trial = study.ask()
+        config = {k: trial.suggest_categorical(k, v) for k, v in table.knobs.items()}
+        row = rows[table.key(config)]
+        if constraints:
+            trial.set_constraint("feasible", 0.0 if row.feasible else 1.0)
+        if row.rejected_before_launch:
+            rejected += 1
+            study.tell(trial, FAILED)
+            continue
+        launched += 1
+        value = measure(row) if row.feasible else FAILED
+        key = table.key(config)
+        if row.feasible:
+            seen.setdefault(key, []).append(value)
+            incumbent = min((float(np.mean(v)) for k, v in seen.items() if k != key),
+                            default=float("inf"))
+            if intensify and value < incumbent and launched < trials:
+                launched += 1  # the challenger is measured again before it can win
+                seen[key].append(measure(row))
+                best_found = min(best_found, row.true_cost)
+                out.found.append(best_found)
+                out.picked.append(_pick(seen, rows))
+        study.tell(trial, value)
+        best_found = min(best_found, row.true_cost)
+        out.found.append(best_found)
+        out.picked.append(_pick(seen, rows))
+    return out
+
+
+def _pick(seen: dict[tuple[Any, ...], list[float]], rows: dict[tuple[Any, ...], TableRow]
+          ) -> float:
+    """The true cost of the configuration the study would pick now (lowest measured mean)."""
+    if not seen:
+        return float("inf")
+    key = min(seen, key=lambda k: float(np.mean(seen[k])))
+    return rows[key].true_cost
