@@ -1,0 +1,107 @@
+"""Measure every configuration of a grid with `tune measure`, into a table the replay reads.
+
+Each configuration (and the engine's defaults, first) is started ``--repeats`` times by `tune
+measure` on the search-efficiency workload; its costs, capacities, binding SLOs and outcome
+become one row of the table (JSON, rewritten after every configuration). Resumable: the rows
+already in the table are skipped, so a stopped run goes on where it left off.
+
+Run (from the repository root, after `bash .ci/setup`; hours on 2 cores, in the background):
+    .venv/bin/python experiments/search-efficiency/build_table.py --grid \
+        experiments/search-efficiency/grid-llamacpp.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tuner.search.replay import MeasuredTable, TableRow
+
+HERE = Path(__file__).parent
+
+
+def machine() -> str:
+    info = Path("/proc/cpuinfo").read_text()
+    name = next((ln.split(":", 1)[1].strip() for ln in info.splitlines()
+                 if ln.startswith("model name")), "?")
+    flags = [f for f in ("avx512f", "avx2") if f in info.split()]
+    return f"{name}, {os.cpu_count()} cores, {'+'.join(flags) or 'no avx2'}"
+
+
+def measure(engine: str, config: dict[str, Any] | None, workload: Path, model: str,
+            repeats: int, out: Path) -> dict[str, Any]:
+    """`tune measure` of one configuration (None: the defaults); its measure.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    chosen = "defaults"
+    if config is not None:
+        (out / "config.yaml").write_text(yaml.safe_dump(config))
+        chosen = str(out / "config.yaml")
+    cmd = [sys.executable, "-m", "tuner", "measure", "--engine", engine, "--workload",
+           str(workload), "--model", model, "--repeats", str(repeats), "--config", chosen,
+           "--out", str(out)]
+    with (out / "output.txt").open("w") as log:
+        subprocess.run(cmd, check=True, stdout=log, stderr=subprocess.STDOUT,
+                       env={**os.environ, "COLUMNS": "100"})
+    found: dict[str, Any] = json.loads(next(out.glob("*/measure.json")).read_text())
+    return found
+
+
+def row_of(report: dict[str, Any], config: dict[str, Any], defaults: bool) -> TableRow:
+    runs = report["repeats"]
+    ok = [r for r in runs if r.get("cost_per_m_output_tokens") is not None]
+    failed = [r["outcome"] for r in runs if r.get("cost_per_m_output_tokens") is None]
+    estimate = [(r.get("capacity") or {}).get("estimate") or {} for r in ok]
+    return TableRow(
+        config=config, outcome="ok" if ok else (failed[0] if failed else "error"),
+        costs=[r["cost_per_m_output_tokens"] for r in ok],
+        loads=[r["max_load"] for r in ok], binding=[e.get("binding") for e in estimate],
+        rejected_before_launch=bool(runs) and all(r["rejected_before_launch"] for r in runs),
+        defaults=defaults)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--grid", type=Path, default=HERE / "grid-llamacpp.yaml")
+    parser.add_argument("--workload", type=Path, default=HERE / "workload.yaml")
+    parser.add_argument("--model", default=str(Path.home() / ".cache/tuner/models/tiny-llama"))
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    grid = yaml.safe_load(args.grid.read_text())
+    engine, knobs = grid["engine"], grid["knobs"]
+    path = HERE / f"table-{engine}.json"
+    run_dir = HERE / "run" / engine
+    table = (MeasuredTable.load(path) if path.is_file() else MeasuredTable(
+        engine=engine, knobs=knobs, rows=[], workload=str(args.workload),
+        command=" ".join(["python", *sys.argv]), machine=machine()))
+    done = {json.dumps(table.key(r.config)) for r in table.rows if not r.defaults}
+    todo: list[dict[str, Any] | None] = [] if any(r.defaults for r in table.rows) else [None]
+    todo += [dict(zip(knobs, values, strict=True)) for values in itertools.product(
+        *knobs.values()) if json.dumps(list(values)) not in done]
+    print(f"{engine}: {len(table.rows)} rows measured, {len(todo)} to go", flush=True)
+    for i, config in enumerate(todo):
+        t0 = time.monotonic()
+        name = "defaults" if config is None else "-".join(str(v) for v in config.values())
+        report = measure(engine, config, args.workload, args.model, args.repeats,
+                         run_dir / name)
+        row = row_of(report, report["config"] if config is None else config, config is None)
+        table.engine_version = report["engine_version"]
+        table.rows.append(row)
+        tmp = path.with_suffix(".part")
+        tmp.write_text(table.model_dump_json(indent=1) + "\n")
+        tmp.replace(path)
+        costs = ", ".join(f"{c:.4g}" for c in row.costs) or row.outcome
+        print(f"[{i + 1}/{len(todo)}] {name}: {costs} ({time.monotonic() - t0:.0f}s)",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

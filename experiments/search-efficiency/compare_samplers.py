@@ -1,0 +1,59 @@
+"""Replay every sampler against a measured table, many seeds each, and print how they did.
+
+For each sampler (and TPE without constraints, and each with intensification) over ``--seeds``
+replayed studies: the trials needed to first measure a configuration within 5% of the table's
+best (median and 90th percentile; a study that never gets there counts as more than the
+budget), the true cost of the pick after 10 and 20 trials relative to the table's best
+(median), and how often the final pick is within 5% of the best once its noise is removed.
+Runs in seconds to minutes; its output is kept in results-<engine>.txt.
+
+Run: .venv/bin/python experiments/search-efficiency/compare_samplers.py [--table ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from tuner.search.replay import MeasuredTable, replay
+from tuner.search.samplers import SAMPLERS
+
+HERE = Path(__file__).parent
+WITHIN = 1.05
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--table", type=Path, default=HERE / "table-llamacpp.json")
+    parser.add_argument("--seeds", type=int, default=50)
+    parser.add_argument("--budget", type=int, default=20)
+    args = parser.parse_args()
+    table = MeasuredTable.load(args.table)
+    best = table.best_cost()
+    feasible = sum(r.feasible for r in table.rows if not r.defaults)
+    print(f"table: {args.table.name}, {table.engine} {table.engine_version}, {table.machine}")
+    print(f"grid: {table.grid_size()} configurations ({feasible} met the SLOs), knobs "
+          f"{', '.join(table.knobs)}; best true cost {best:.4g}; {args.seeds} seeds, "
+          f"budget {args.budget} trials")
+    print(f"{'sampler':<28}{'to 5%: p50':>11}{'p90':>6}{'pick@10':>9}{'pick@20':>9}"
+          f"{'final within 5%':>17}")
+    variants = [(name, True, False) for name in SAMPLERS]
+    variants += [("tpe", False, False)] + [(name, True, True) for name in SAMPLERS]
+    for name, constraints, intensify in variants:
+        runs = [replay(table, name, seed=s, trials=args.budget, constraints=constraints,
+                       intensify=intensify) for s in range(args.seeds)]
+        reach = [r.trials_to(best * WITHIN) or args.budget + 1 for r in runs]
+        at = {k: float(np.median([r.picked[min(k, len(r.picked)) - 1] / best for r in runs]))
+              for k in (10, 20)}
+        final = np.mean([r.picked[-1] <= best * WITHIN for r in runs])
+        label = name + ("" if constraints else " (no constraints)") + (
+            " + intensify" if intensify else "")
+        p90 = int(np.percentile(reach, 90))
+        print(f"{label:<28}{np.median(reach):>11.1f}{p90:>6}{at[10]:>9.3f}{at[20]:>9.3f}"
+              f"{final:>17.0%}")
+
+
+if __name__ == "__main__":
+    main()
