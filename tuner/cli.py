@@ -108,6 +108,9 @@ def tune(
     seed: Annotated[int, typer.Option(help="sampler seed")] = 0,
     sampler: Annotated[str, typer.Option(
         help="the search's sampler: tpe, tpe-multivariate, gp, random or qmc")] = "tpe",
+    intensify: Annotated[bool, typer.Option(
+        help="measure a trial that beats the best so far again on a fresh start (counted "
+        "toward --trials) before it can lead")] = False,
     search_space: Annotated[Path | None, typer.Option(
         help="search space YAML; default: search_spaces/<engine>.yaml")] = None,
     remeasure_top: Annotated[int, typer.Option(
@@ -152,7 +155,8 @@ def tune(
             time_budget_s=time_budget, launcher=launcher, image=image, image_tag=image_tag,
             network=network, study_name=study_name, storage=storage,
             tracking_uri=tracking_uri or settings.tracking_uri, out_dir=out, seed=seed,
-            sampler=sampler, search_space=search_space, remeasure_top=remeasure_top,
+            sampler=sampler, intensify=intensify, search_space=search_space,
+            remeasure_top=remeasure_top,
             remeasure_repeats=repeats, remeasure_duration_s=remeasure_duration,
             enqueue=parse_enqueue(enqueue), device=device, parallel=parallel,
             startup_timeout_s=startup_timeout, served_name=served_name, workers=workers),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tuner.measurement.capacity import CapacityResult
 from tuner.metrics.cost import money
@@ -47,6 +47,9 @@ class TrialResult(BaseModel):
     records_path: str | None = None
     log_tail: str | None = None
     timing: Timing = Timing()
+    starts: int = Field(default=1, description="fresh engine starts this trial took")
+    costs: list[float] = Field(default_factory=list, description="each start's cost, when "
+                               "the trial was measured again (intensification)")
 
     @property
     def feasible(self) -> bool:
@@ -62,6 +65,8 @@ class TrialResult(BaseModel):
             if found is not None and found.high is not None:
                 line += f" (passed {found.low:.3g}, failed {found.high:.3g}"
                 line += f"; binding: {found.binding})" if found.binding else ")"
+            if len(self.costs) > 1:
+                line += " (mean of 2 starts: " + ", ".join(money(c) for c in self.costs) + ")"
             if self.capacity is not None and self.capacity.stopped_by == "client_saturated":
                 line += " or more: the load generator was saturated above it"
             return line

@@ -129,7 +129,7 @@ class _Search:
         self.stopping = threading.Event()
 
     def launched(self) -> int:
-        return sum(not r.rejected_before_launch for r in self.state.results)
+        return sum(r.starts for r in self.state.results if not r.rejected_before_launch)
 
     def _next(self) -> tuple[optuna.Trial, dict[str, Any], bool] | None:
         with self.lock:
@@ -160,6 +160,12 @@ class _Search:
             trial, config, is_default = job
             try:
                 result = run_trial(self.ctx, trial.number, config, defaults=is_default)
+                if self._challenges(result):
+                    try:
+                        result = self._confirm(result, config)
+                    finally:
+                        with self.lock:
+                            self.running -= 1
             except BaseException:
                 with self.lock:
                     self.running -= 1
@@ -168,6 +174,38 @@ class _Search:
             with self.lock:
                 self.running -= 1
                 self._tell(trial, result)
+
+    def _challenges(self, result: TrialResult) -> bool:
+        """With intensification: ``result`` beats the incumbent and the budget allows another
+        start (which is then reserved)."""
+        with self.lock:
+            best = self.state.feasible[:1]
+            if not (self.cfg.intensify and result.feasible and result.cost_per_m_output_tokens
+                    is not None and (not best or result.cost_per_m_output_tokens
+                                     < (best[0].cost_per_m_output_tokens or float("inf")))):
+                return False
+            if self.launched() + self.running + 1 > self.cfg.trials:
+                return False
+            self.running += 1
+            return True
+
+    def _confirm(self, first: TrialResult, config: dict[str, Any]) -> TrialResult:
+        """Measure a challenger again on a fresh start: it leads on the mean of both starts,
+        and only if it met the SLOs on both (a lucky start must not win the study)."""
+        assert first.cost_per_m_output_tokens is not None
+        assert first.max_load is not None
+        self.ctx.progress.note(f"{first.line()}; beats the incumbent: measured again")
+        again = run_trial(self.ctx, first.number, config, defaults=first.defaults,
+                          tag=f"trial-{first.number:03d}-again")
+        costs = [first.cost_per_m_output_tokens]
+        if not again.feasible or again.cost_per_m_output_tokens is None:
+            return again.model_copy(update={
+                "starts": 2, "costs": costs,
+                "detail": f"met the SLOs on its first start, not on its second: {again.detail}"})
+        costs.append(again.cost_per_m_output_tokens)
+        load = (first.max_load + (again.max_load or first.max_load)) / 2
+        return first.model_copy(update={"starts": 2, "costs": costs, "max_load": load,
+                                        "cost_per_m_output_tokens": sum(costs) / 2})
 
     def _tell(self, trial: optuna.Trial, result: TrialResult) -> None:
         slo = self.ctx.workload.slo

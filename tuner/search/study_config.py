@@ -30,6 +30,8 @@ class StudyConfig(StrictModel):
     tracking_uri: str | None = None
     out_dir: Path = Path("tune-runs")
     seed: int = Field(default=0, ge=0)
+    intensify: bool = Field(default=False, description="measure a trial that beats the "
+                            "incumbent again on a fresh start before it can lead")
     sampler: str = Field(default=DEFAULT_SAMPLER, description="the search's sampler: "
                          + ", ".join(SAMPLERS))
     remeasure_top: int = Field(default=2, ge=0, le=20)

@@ -91,7 +91,7 @@ class MlflowTracker:
         params = [_param(k, v) for k, v in flat_params(r.config).items()]
         params += [_param("outcome", r.outcome), _param("defaults", r.defaults),
                    _param("launch_command", r.command or "(not launched)"),
-                   _param("accelerators", r.accelerators)]
+                   _param("accelerators", r.accelerators), _param("starts", r.starts)]
         if r.detail:
             params.append(_param("detail", r.detail))
         for key in ("image", "image_digest", "container_id"):
@@ -99,6 +99,8 @@ class MlflowTracker:
                 params.append(_param(key, r.launch[key]))
         now = int(time.time() * 1000)
         metrics = [Metric(k, float(v), now, 0) for k, v in self._trial_metrics(r).items()]
+        metrics += [Metric("start.cost_per_m_output_tokens", c, now, i)
+                    for i, c in enumerate(r.costs)]  # each start of an intensified trial
         if r.capacity is not None:
             for i, s in enumerate(r.capacity.steps):
                 metrics.append(Metric("capacity.load", s.load, now, i))
