@@ -44,6 +44,8 @@ class Hardware(BaseModel):
     client_cpus: list[int] = []
     client_realtime: bool = False
     """The load generator runs at a real-time priority on its cores (see CLIENT_RT_PRIORITY)."""
+    cpu_flags: list[str] = []
+    """The instruction sets engines decide by (of CPU_FLAGS) that this host's CPU has."""
 
     @property
     def gpu_count(self) -> int:
@@ -162,6 +164,21 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile")
+"""The CPU flags validity rules may ask about (vLLM CPU's FP8 KV cache needs AVX-512 or AMX)."""
+
+
+def _cpu_flags() -> list[str]:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                have = set(line.split(":", 1)[1].split())
+                return [f for f in CPU_FLAGS if f in have]
+    except OSError:
+        pass
+    return []
+
+
 def _numa_nodes() -> int:
     nodes = list(Path("/sys/devices/system/node").glob("node[0-9]*"))
     return max(1, len(nodes))
@@ -195,4 +212,5 @@ def detect(force_device: Literal["cpu", "gpu"] | None = None, *,
         engine_cpus=engine,
         client_cpus=client,
         client_realtime=bool(client) and realtime_allowed(),
+        cpu_flags=_cpu_flags(),
     )

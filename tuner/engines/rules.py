@@ -27,7 +27,9 @@ def rule_names(spec: EngineSpec, config: dict[str, Any], hw: Hardware, model: Mo
     names.update(device=hw.device, gpus=hw.gpu_count, numa_nodes=hw.numa_nodes,
                  memory_gib=hw.memory_gib, attention_heads=model.attention_heads,
                  kv_heads=model.kv_heads, max_model_len=names.get("max_model_len") or 0,
-                 effective_max_model_len=max_len, workload_max_tokens=workload_max_tokens)
+                 effective_max_model_len=max_len, workload_max_tokens=workload_max_tokens,
+                 head_size=model.hidden_size // model.attention_heads if model.hidden_size else 0,
+                 avx512="avx512f" in hw.cpu_flags, amx="amx_tile" in hw.cpu_flags)
     return names
 
 

@@ -32,9 +32,19 @@ def broken(config: dict[str, object], hw: Hardware = CPU) -> list[str]:
     ({"tensor_parallel": 4, "pipeline_parallel": 2}, gpus(4), "parallel_fits_devices"),
     ({"block_size": 16}, CPU, "cpu_block_size"),
     ({"tensor_parallel": 2}, CPU, "cpu_single_node_parallel"),
+    ({"kv_cache_dtype": "fp8"}, CPU, "cpu_fp8_kv_needs_avx512"),  # an AVX2-only host
 ])
 def test_each_rule_catches_its_case(config: dict[str, object], hw: Hardware, rule: str) -> None:
     assert rule in broken(config, hw)
+
+
+def test_fp8_kv_cache_on_cpu_follows_the_instruction_sets() -> None:
+    avx512 = CPU.model_copy(update={"cpu_flags": ["avx2", "avx512f"]})
+    assert broken({"kv_cache_dtype": "fp8"}, avx512) == []  # head size 64
+    odd = ModelInfo(path="/m", architecture=None, attention_heads=16, kv_heads=4,
+                    max_model_len=8192, layers=2, hidden_size=16 * 48)
+    names = rule_names(SPEC, {"kv_cache_dtype": "fp8"}, avx512, odd)
+    assert [r.name for r in broken_rules(SPEC.rules, names)] == ["cpu_fp8_kv_head_size"]
 
 
 def test_defaults_break_no_rule() -> None:
