@@ -122,6 +122,9 @@ def tune(
         "least step_duration_s)")] = None,
     enqueue: Annotated[Path | None, typer.Option(
         help="YAML of configurations (or a list of them) to try first")] = None,
+    warm_start: Annotated[Path | None, typer.Option(
+        help="a study folder of the same engine (another workload or model): its best "
+        "configurations are tried first")] = None,
     device: Annotated[str, typer.Option(help="auto, cpu or gpu")] = "auto",
     parallel: Annotated[int, typer.Option(
         help="trials at once on a GPU host, each on its own devices")] = 1,
@@ -146,7 +149,7 @@ def tune(
                    "--model DIR", 2)
 
     def go() -> None:
-        from tuner.commands.tune import parse_enqueue, tune_command
+        from tuner.commands.tune import parse_enqueue, tune_command, warm_start_configs
         from tuner.search.study_config import StudyConfig
         from tuner.validation import validate
 
@@ -158,7 +161,8 @@ def tune(
             sampler=sampler, intensify=intensify, search_space=search_space,
             remeasure_top=remeasure_top,
             remeasure_repeats=repeats, remeasure_duration_s=remeasure_duration,
-            enqueue=parse_enqueue(enqueue), device=device, parallel=parallel,
+            enqueue=parse_enqueue(enqueue) + warm_start_configs(warm_start, engine or ""),
+            device=device, parallel=parallel,
             startup_timeout_s=startup_timeout, served_name=served_name, workers=workers),
             "options")
         tune_command(cfg, settings, out_console, err)

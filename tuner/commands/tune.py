@@ -18,7 +18,7 @@ from tuner.engines.spec import Device, EngineSpec
 from tuner.errors import ConfigError
 from tuner.hardware import running_on
 from tuner.report.study_report import best_config_yaml, final_table, study_verdict, write_plots
-from tuner.search.outcome import TrialResult, cheapest, defaults_trial
+from tuner.search.outcome import TrialResult, cheapest, defaults_trial, ranked
 from tuner.search.remeasure import RemeasureOutcome, remeasure
 from tuner.search.study import StudyProgress, results_summary, run_search
 from tuner.search.study_config import StudyConfig
@@ -115,4 +115,26 @@ def parse_enqueue(path: Path | None) -> list[dict[str, object]]:
     if not all(isinstance(i, dict) for i in items):
         raise ConfigError(f"{path}: give a mapping of knob values, or a list of them")
     return items
+
+
+WARM_START_TOP = 3
+
+
+def warm_start_configs(study_dir: Path | None, engine: str) -> list[dict[str, object]]:
+    """The best configurations of another study of ``engine`` (another workload or model),
+    cheapest first, to try first: a study that starts where another ended."""
+    if study_dir is None:
+        return []
+    config = study_dir / "config.json"
+    if not config.is_file():
+        raise ConfigError(f"--warm-start {study_dir}: not a study folder (no config.json); give "
+                          "a folder tune wrote, such as tune-runs/<study>")
+    theirs = json.loads(config.read_text()).get("engine")
+    if theirs != engine:
+        raise ConfigError(f"--warm-start {study_dir}: a study of {theirs!r}, not {engine!r}; "
+                          f"give a study of {engine}")
+    results = [TrialResult.model_validate_json(p.read_text())
+               for p in sorted((study_dir / "trials").glob("trial-*.json"))]
+    return [{k: v for k, v in r.config.items() if v is not None}
+            for r in ranked(results) if not r.defaults][:WARM_START_TOP]
 
