@@ -22,7 +22,7 @@ from tuner.search.outcome import TrialResult, cheapest, defaults_trial, ranked
 from tuner.search.remeasure import RemeasureOutcome, remeasure
 from tuner.search.study import StudyProgress, results_summary, run_search
 from tuner.search.study_config import StudyConfig
-from tuner.search.study_summary import StudySummary, TimeSplit
+from tuner.search.study_summary import StudySummary, TimeSplit, noise_floor
 from tuner.settings import Settings
 from tuner.validation import load_yaml
 from tuner.workload.loader import workload_sha256
@@ -70,13 +70,15 @@ def tune_command(cfg: StudyConfig, settings: Settings, console: Console,
     best = cheapest(state.results)
     winner = rm.winner if rm else None
     best_trial = next((r for r in state.results if winner and r.number == winner.trial), best)
+    floor = noise_floor(defaults, rm.defaults if rm else None)
     summary = StudySummary(
         study=cfg.name, engine=spec.name, engine_version=eng_version, model=cfg.model,
         workload=str(cfg.workload), workload_sha256=workload_sha256(cfg.workload),
         hardware=hw.describe(), tuner_version=__version__,
         trials=results_summary(state.results), defaults_trial=defaults, best_trial=best_trial,
         remeasure=rm, tuning_delta=rm.tuning_delta if rm else None,
-        verdict=study_verdict(spec.display_name, rm, defaults, best),
+        noise_floor=floor,
+        verdict=study_verdict(spec.display_name, rm, defaults, best, floor),
         best_config=(winner.config if winner else best.config if best else None),
         best_command=ready_command(spec, best_trial, cfg.model, prep.served_name, hw.device),
         time=split, time_shares=split.shares())
@@ -97,6 +99,9 @@ def tune_command(cfg: StudyConfig, settings: Settings, console: Console,
                "launch_command.sh": "#!/bin/sh\n" + (summary.best_command or "# none") + "\n"})
     console.print(final_table(summary))
     console.print(summary.verdict)
+    if floor is not None:
+        console.print(f"noise floor: {floor.value:.1%} ({floor.source}); smaller differences "
+                      "are not resolved")
     shares = split.shares()
     console.print(f"time: {wall:.0f}s in all; start-up {shares['startup']:.0%}, measurement "
                   f"{shares['measurement']:.0%}, teardown {shares['teardown']:.0%}, tuner "

@@ -18,13 +18,13 @@ from tuner.metrics.cost import money
 from tuner.search.outcome import TrialResult
 from tuner.search.remeasure import Remeasured, RemeasureOutcome
 from tuner.search.study import FAILED_COST
-from tuner.search.study_summary import StudySummary
+from tuner.search.study_summary import NoiseFloor, StudySummary
 
 log = logging.getLogger(__name__)
 
 
 def study_verdict(engine: str, r: RemeasureOutcome | None, defaults: TrialResult | None,
-                  best: TrialResult | None) -> str:
+                  best: TrialResult | None, floor: NoiseFloor | None = None) -> str:
     if best is None:
         return f"no configuration of {engine} met the SLOs"
     if defaults is None or not defaults.feasible:
@@ -55,6 +55,9 @@ def study_verdict(engine: str, r: RemeasureOutcome | None, defaults: TrialResult
         held = (f" (the defaults' SLOs held in only {base.slo_passed_runs} of {base.runs} "
                 f"fresh starts at load {base.load:.3g}: their capacity is below what the "
                 "search found, so the saving is, if anything, larger)")
+    if floor is not None and d.low > 1 and d.value - 1 < floor.value:
+        held += (f" (less than the noise floor of {floor.value:.1%}, {floor.source}: not "
+                 "resolved)")
     return saved_text(engine, d) + held
 
 

@@ -8,7 +8,32 @@ from pydantic import BaseModel
 
 from tuner.metrics.bootstrap import Interval
 from tuner.search.outcome import TrialResult
-from tuner.search.remeasure import RemeasureOutcome
+from tuner.search.remeasure import Remeasured, RemeasureOutcome
+
+
+class NoiseFloor(BaseModel):
+    """The smallest relative cost difference the study can resolve, and where it comes from."""
+
+    value: float
+    source: str
+
+
+def noise_floor(defaults: TrialResult | None, remeasured: Remeasured | None
+                ) -> NoiseFloor | None:
+    """From the defaults measured more than once: the spread of their starts in the search
+    (intensification measures the first incumbent twice), and the half-width of their
+    re-measured cost's 95% interval; the larger of the two."""
+    found: list[NoiseFloor] = []
+    if defaults is not None and len(defaults.costs) > 1:
+        mean = sum(defaults.costs) / len(defaults.costs)
+        found.append(NoiseFloor(value=(max(defaults.costs) - min(defaults.costs)) / mean,
+                                source=f"the defaults' {len(defaults.costs)} starts in the "
+                                "search"))
+    if remeasured is not None and remeasured.cost is not None and remeasured.cost.value > 0:
+        c = remeasured.cost
+        found.append(NoiseFloor(value=(c.high - c.low) / (2 * c.value),
+                                source="half the re-measured defaults' 95% interval"))
+    return max(found, key=lambda f: f.value, default=None)
 
 
 class TimeSplit(BaseModel):
@@ -38,6 +63,7 @@ class StudySummary(BaseModel):
     best_trial: TrialResult | None
     remeasure: RemeasureOutcome | None
     tuning_delta: Interval | None
+    noise_floor: NoiseFloor | None = None
     verdict: str
     best_config: dict[str, Any] | None
     best_command: str | None

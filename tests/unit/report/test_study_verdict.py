@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tuner.metrics.bootstrap import Interval
 from tuner.report.study_report import study_verdict
 from tuner.search.outcome import Timing, TrialResult
@@ -61,3 +63,22 @@ def test_defaults_whose_slos_did_not_hold_again_make_the_saving_a_lower_bound() 
     text = study_verdict("vLLM", outcome, trial(0, True, 0.0115), trial(3, False, 0.0115))
     assert text.startswith("tuning vLLM saved 1.07x (1.03-1.11)")
     assert "the defaults' SLOs held in only 0 of 1 fresh starts at load 56.7" in text
+
+
+def test_a_gain_below_the_noise_floor_is_not_called_resolved() -> None:
+    from tuner.search.study_summary import noise_floor
+
+    defaults = trial(0, True, 1.0).model_copy(update={"costs": [0.95, 1.05]})
+    d = remeasured(0, True, 1.0, []).model_copy(
+        update={"cost": Interval(value=1.0, low=0.97, high=1.03)})
+    floor = noise_floor(defaults, d)
+    assert floor is not None
+    assert floor.value == pytest.approx(0.1)  # the starts' spread, larger than the interval's 3%
+    assert "2 starts" in floor.source
+    best = remeasured(3, False, 0.95, [])
+    outcome = RemeasureOutcome(candidates=[d, best], winner=best, defaults=d,
+                               tuning_delta=Interval(value=1.05, low=1.02, high=1.08), runs=[],
+                               timing=Timing())
+    text = study_verdict("vLLM", outcome, defaults, trial(3, False, 0.95), floor)
+    assert "less than the noise floor of 10.0%" in text
+    assert noise_floor(trial(0, True, 1.0), None) is None
