@@ -21,22 +21,22 @@ log = logging.getLogger(__name__)
 
 GAUGES: dict[str, tuple[str, ...]] = {
     "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc",
-                       "sglang:token_usage", "llamacpp:kv_cache_usage_ratio",
-                       "trtllm_kv_cache_utilization"),
+                       "sglang:token_usage"),
     "queue_length": ("vllm:num_requests_waiting", "sglang:num_queue_reqs",
-                     "llamacpp:requests_deferred", "tgi_queue_size",
-                     "trtllm_num_requests_waiting"),
+                     "llamacpp:requests_deferred", "tgi_queue_size"),
     "running": ("vllm:num_requests_running", "sglang:num_running_reqs",
-                "llamacpp:requests_processing", "tgi_batch_current_size",
-                "trtllm_num_requests_running"),
+                "llamacpp:requests_processing", "tgi_batch_current_size"),
 }
 COUNTERS: dict[str, tuple[str, ...]] = {
-    "preemptions": ("vllm:num_preemptions_total", "sglang:num_retracted_requests_total"),
-    "prefix_cache_hits": ("vllm:prefix_cache_hits_total", "sglang:cached_tokens_total",
-                          "trtllm_prompt_cache_hit_tokens_total"),
-    "prefix_cache_queries": ("vllm:prefix_cache_queries_total", "sglang:prompt_tokens_total",
-                             "trtllm_prompt_tokens_total"),
+    # SGLang 0.5.6 has no retraction counter (num_retracted_requests_total is 0.5.7+); the sum
+    # of its per-request retraction histogram counts the same for finished requests.
+    "preemptions": ("vllm:num_preemptions_total", "sglang:num_retractions_sum"),
+    "prefix_cache_hits": ("vllm:prefix_cache_hits_total", "sglang:cached_tokens_total"),
+    "prefix_cache_queries": ("vllm:prefix_cache_queries_total", "sglang:prompt_tokens_total"),
 }
+"""Per figure, the names engines expose it under at their pinned versions (checked against
+engines/help/*-metrics.txt). llama-server no longer exposes KV-cache usage; TensorRT-LLM 1.0
+exposes no Prometheus metrics (its trtllm_* metrics came in the 1.3 line)."""
 
 
 class ServerMetrics(BaseModel):

@@ -20,8 +20,8 @@ from tuner.search.space import load_search_space
 from .sampling import sample_configs
 
 REPO = Path(__file__).resolve().parents[3]
-HELP = {"sglang": "sglang-0.5.x-004813e1.txt", "tgi": "tgi-3.3.x-032fc4c4.txt",
-        "trtllm": "trtllm-serve-pytorch-5743170.txt", "llamacpp": "llama-server-00dc8057.txt",
+HELP = {"sglang": "sglang-0.5.6.txt", "tgi": "tgi-3.3.5.txt",
+        "trtllm": "trtllm-serve-4c05a748.txt", "llamacpp": "llama-server-b11312.txt",
         "vllm": "vllm-0.32.0.txt"}
 MODEL = ModelInfo(path="/m", architecture="LlamaForCausalLM", attention_heads=32, kv_heads=8,
                   max_model_len=8192, layers=32, hidden_size=4096)
@@ -134,7 +134,9 @@ CASES: list[tuple[str, dict[str, Any], Hardware, int, str]] = [
      "batched_tokens_below_batch_size"),
     ("vllm", {"max_model_len": 1024}, CPU, 2000, "context_fits_requests"),
     ("sglang", {"scheduling_policy": "lpm", "prefix_caching": False}, GPU8, 100,
-     "lpm_needs_radix_cache"),
+     "cache_aware_policy_needs_radix_cache"),
+    ("sglang", {"scheduling_policy": "dfs-weight", "prefix_caching": False}, GPU8, 100,
+     "cache_aware_policy_needs_radix_cache"),
     ("sglang", {"chunked_prefill": False, "chunked_prefill_size": 4096}, GPU8, 100,
      "chunk_size_without_chunking"),
     ("sglang", {"tensor_parallel": 16}, GPU8, 100, "parallel_fits_devices"),
@@ -148,6 +150,8 @@ CASES: list[tuple[str, dict[str, Any], Hardware, int, str]] = [
      GPU8, 100, "prefill_fits_input_without_chunking"),
     ("tgi", {"dtype": "bfloat16", "quantization": "fp8"}, GPU8, 100, "dtype_with_quantize"),
     ("tgi", {"quantization": "exl2", "tensor_parallel": 2}, GPU8, 100, "exl2_not_sharded"),
+    ("tgi", {"attention": "paged", "prefix_caching": True}, GPU8, 100,
+     "prefix_caching_needs_flash_attention"),
     ("trtllm", {"chunked_prefill": False, "max_batched_tokens": 1024}, GPU8, 3000,
      "prompt_fits_without_chunking"),
     ("trtllm", {"tensor_parallel": 3}, GPU8, 100, "tp_divides_heads"),
