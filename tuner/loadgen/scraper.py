@@ -4,7 +4,7 @@ Gauges (KV-cache usage, queue length, running batch) are sampled every 5 seconds
 scrape costs the server CPU, so not more often) and reported as mean and max; counters
 (preemptions, prefix-cache hits and queries) are reported as the difference between the
 last and the first scrape. Names are listed per engine below; values are summed over
-label sets (DP ranks).
+label sets (DP ranks), except KV-cache usage, a share, which is averaged over them.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from pydantic import BaseModel
 log = logging.getLogger(__name__)
 
 GAUGES: dict[str, tuple[str, ...]] = {
-    "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc",
-                       "sglang:token_usage"),
+    "kv_cache_usage": ("vllm:kv_cache_usage_perc", "sglang:token_usage"),
     "queue_length": ("vllm:num_requests_waiting", "sglang:num_queue_reqs",
                      "llamacpp:requests_deferred", "tgi_queue_size"),
     "running": ("vllm:num_requests_running", "sglang:num_running_reqs",
@@ -55,6 +54,8 @@ class ServerMetrics(BaseModel):
     prefix_cache_hit_rate: float | None = None
 
 
+_RATIOS = set(GAUGES["kv_cache_usage"])
+"""Shares (0-1), averaged over label sets (one per data-parallel rank) rather than summed."""
 _WANTED = tuple(n for names in (*GAUGES.values(), *COUNTERS.values()) for n in names)
 
 
@@ -67,9 +68,13 @@ def parse_sample(text: str) -> dict[str, float]:
     wanted = "\n".join(line for line in text.splitlines()
                         if line.startswith(_WANTED) and not line.startswith("#"))
     values: dict[str, float] = {}
+    counts: dict[str, int] = {}
     for family in text_string_to_metric_families(wanted + "\n"):
         for sample in family.samples:
             values[sample.name] = values.get(sample.name, 0.0) + float(sample.value)
+            counts[sample.name] = counts.get(sample.name, 0) + 1
+    for name in _RATIOS & values.keys():  # a usage share per data-parallel rank: their mean
+        values[name] /= counts[name]
     return values
 
 

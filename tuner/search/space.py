@@ -95,7 +95,7 @@ class CategoricalKnob(_Knob):
     type: Literal["categorical"]
     choices: list[Scalar] = Field(min_length=1)
     choices_on: dict[Device, list[Scalar]] = Field(default_factory=dict)
-    filter: Literal["divides_heads_and_gpus"] | None = None
+    filter: Literal["divides_heads_and_gpus", "divides_gpus"] | None = None
 
     def suggest(self, trial: optuna.Trial, name: str) -> Scalar:
         value = trial.suggest_categorical(name, self.choices)
@@ -133,10 +133,11 @@ class SearchSpace(StrictModel):
                                                                          hw.engine_cores))})
             if isinstance(knob, CategoricalKnob):
                 choices = knob.choices_on.get(hw.device, knob.choices)
-                if knob.filter == "divides_heads_and_gpus":
+                if knob.filter is not None:
                     limit = hw.gpu_count if hw.device == "gpu" else hw.numa_nodes
+                    heads = model.attention_heads if knob.filter == "divides_heads_and_gpus" else 0
                     choices = [c for c in choices if isinstance(c, int) and c >= 1
-                               and model.attention_heads % c == 0 and limit % c == 0]
+                               and heads % c == 0 and limit % c == 0]
                 if not choices:
                     continue
                 knob = knob.model_copy(update={"choices": choices, "choices_on": {}})

@@ -17,9 +17,8 @@ SOURCES = {
     "sglang": ("sglang:", "sglang-0.5.6-metrics.txt"),
     "trtllm": ("trtllm_", "trtllm-1.0.0-metrics.txt"),
     "llamacpp": ("llamacpp:", "llama-server-b11312-metrics.txt"),
+    "vllm": ("vllm:", "vllm-0.32.0-metrics.txt"),
 }
-
-
 def exposed(path: Path) -> set[str]:
     """The sample names a Prometheus scrape can show for the `name kind` lines of ``path``."""
     names: set[str] = set()

@@ -6,7 +6,9 @@ from tuner.engines.rules import broken_rules, rule_names
 from tuner.engines.spec import load_engine_spec
 from tuner.hardware import Gpu, Hardware, parse_nvidia_smi
 from tuner.launch.classify import classify_log
-from tuner.search.space import load_search_space
+from tuner.loadgen.client import ServerCaps, request_body
+from tuner.search.space import CategoricalKnob, load_search_space
+from tuner.workload.plan import PlannedRequest
 
 SPEC = load_engine_spec("vllm")
 MODEL = ModelInfo(path="/m", architecture=None, attention_heads=12, kv_heads=4,
@@ -33,6 +35,10 @@ def broken(config: dict[str, object], hw: Hardware = CPU) -> list[str]:
     ({"block_size": 16}, CPU, "cpu_block_size"),
     ({"tensor_parallel": 2}, CPU, "cpu_single_node_parallel"),
     ({"kv_cache_dtype": "fp8"}, CPU, "cpu_fp8_kv_needs_avx512"),  # an AVX2-only host
+    ({"async_scheduling": True, "speculative_decoding": "ngram-k4"}, gpus(1),
+     "async_scheduling_with_cpu_ngram"),
+    ({"long_prefill_token_threshold": 2048, "max_model_len": 1024}, gpus(1),
+     "long_prefill_threshold_above_context"),
 ])
 def test_each_rule_catches_its_case(config: dict[str, object], hw: Hardware, rule: str) -> None:
     assert rule in broken(config, hw)
@@ -110,3 +116,97 @@ def test_nvidia_smi_output_parses() -> None:
 ])
 def test_failures_are_classified_from_the_log(log: str, code: int, outcome: str) -> None:
     assert classify_log(f"INFO starting\n{log}\nINFO bye", SPEC.failures, code)[0] == outcome
+
+
+CPU_NGRAM = ["ngram-k2", "ngram-k4"]  # the n-gram proposer that runs on the CPU
+GPU_ONLY = ["memory_fraction", "data_parallel", "long_prefill_token_threshold", "stream_interval",
+            "max_cudagraph_capture_size", "performance_mode", "speculative_decoding",
+            "async_scheduling"]
+
+
+def test_the_cpu_space_is_the_one_the_quickstart_has_always_searched() -> None:
+    cpu = load_search_space("vllm").for_host(CPU, MODEL)
+    assert list(cpu.knobs) == ["max_batch_size", "max_batched_tokens", "chunked_prefill",
+                               "prefix_caching", "kv_cache_dtype", "kv_cache_space_gib",
+                               "block_size", "tensor_parallel", "quantization", "eager",
+                               "optimization_level", "scheduling_policy"]
+    assert cpu.knobs["quantization"].choices == ["none"]  # type: ignore[union-attr]
+    gpu = load_search_space("vllm").for_host(gpus(8), MODEL)
+    assert set(GPU_ONLY) <= set(gpu.knobs)
+    assert not set(GPU_ONLY) & set(cpu.knobs)
+
+
+def test_data_parallel_sizes_fit_the_gpus() -> None:
+    space = load_search_space("vllm")
+    for n, sizes in [(1, [1]), (4, [1, 2, 4])]:
+        knob = space.for_host(gpus(n), MODEL).knobs["data_parallel"]
+        assert isinstance(knob, CategoricalKnob)
+        assert knob.choices == sizes
+    assert "parallel_fits_devices" in broken({"tensor_parallel": 2, "data_parallel": 4}, gpus(4))
+
+
+def test_async_scheduling_is_refused_only_with_the_cpu_ngram_proposer() -> None:
+    for method in CPU_NGRAM:
+        assert broken({"async_scheduling": True, "speculative_decoding": method}, gpus(1)) == [
+            "async_scheduling_with_cpu_ngram"]
+        # Unset, vLLM turns async scheduling off for it (a warning, no error).
+        assert broken({"speculative_decoding": method}, gpus(1)) == []
+        assert broken({"async_scheduling": False, "speculative_decoding": method}, gpus(1)) == []
+    for method in ["none", "ngram_gpu-k2", "ngram_gpu-k4"]:
+        assert broken({"async_scheduling": True, "speculative_decoding": method}, gpus(1)) == []
+
+
+def test_sampled_gpu_configs_break_no_speculative_or_prefill_rule() -> None:
+    space = load_search_space("vllm").for_host(gpus(8), MODEL)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=4))
+    seen_ngram = seen_async = False
+    for _ in range(80):
+        t = study.ask()
+        config = space.sample(t)
+        study.tell(t, 0.0)
+        if config["speculative_decoding"] in CPU_NGRAM:
+            seen_ngram = True
+            assert "async_scheduling" not in config
+        else:
+            seen_async = seen_async or "async_scheduling" in config
+        assert ("long_prefill_token_threshold" in config) is config["chunked_prefill"]
+        graphs = not config["eager"] and config.get("optimization_level", 0) >= 1
+        assert ("max_cudagraph_capture_size" in config) is graphs
+        assert ("performance_mode" in config) is graphs
+        names = {r.name for r in broken_rules(SPEC.rules, rule_names(SPEC, config, gpus(8),
+                                                                     MODEL))}
+        assert not names & {"async_scheduling_with_cpu_ngram",
+                            "long_prefill_threshold_above_context"}, config
+    assert seen_ngram
+    assert seen_async
+
+
+def test_the_gpu_defaults_are_points_of_the_gpu_space() -> None:
+    space = load_search_space("vllm").for_host(gpus(8), MODEL)
+    told = space.legal_defaults(SPEC.defaults("gpu"))
+    assert told["speculative_decoding"] == "none"
+    assert told["stream_interval"] == 1
+    assert told["long_prefill_token_threshold"] == 0
+    assert told["performance_mode"] == "balanced"
+    assert told["data_parallel"] == 1
+    # vLLM decides these when unset, so the defaults trial tells Optuna nothing about them.
+    assert "async_scheduling" not in told
+    assert "max_cudagraph_capture_size" not in told
+
+
+def test_speculative_decoding_keeps_the_forced_output_lengths() -> None:
+    """vLLM 0.32 refuses only min_p and logit_bias with a speculative config
+    (SamplingParams._validate_spec_decode); the tuner forces lengths with max_tokens,
+    min_tokens and ignore_eos, which it honours, and --generation-config vllm keeps a model's
+    generation_config.json from adding min_p."""
+    req = PlannedRequest(index=0, class_name="c", prefix_group=None, input_tokens=8,
+                         output_tokens=16, prompt="x")
+    for api in ("completions", "chat"):
+        body = request_body(req, model="m", api=api, caps=ServerCaps(), temperature=0.0)
+        assert body["max_tokens"] == body["min_tokens"] == 16
+        assert body["ignore_eos"] is True
+        assert not {"min_p", "logit_bias"} & set(body)
+    assert SPEC.process is not None
+    assert SPEC.container is not None
+    for argv in (SPEC.process.argv, SPEC.container.argv):
+        assert argv[argv.index("--generation-config") + 1] == "vllm"

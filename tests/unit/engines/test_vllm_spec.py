@@ -2,15 +2,18 @@
 a command line that vLLM's own argument parser accepts, and means what we think it means."""
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from vllm.config import SpeculativeConfig
 from vllm.entrypoints.launchers import cli_args  # the real parser of the pinned vLLM
 from vllm.utils import argparse_utils
 
 from tuner.engines.model_info import ModelInfo
 from tuner.engines.render import render
-from tuner.engines.spec import load_engine_spec
+from tuner.engines.spec import Mode, load_engine_spec
 from tuner.hardware import Gpu, Hardware
+from tuner.search.space import CategoricalKnob, load_search_space
 
 from .sampling import sample_configs
 
@@ -53,6 +56,66 @@ def test_rendered_commands_parse_with_vllms_own_parser(parser, hw: Hardware) -> 
             assert args.gpu_memory_utilization == pytest.approx(config["memory_fraction"])
             assert args.quantization == (None if config["quantization"] == "none"
                                          else config["quantization"])
+            assert_gpu_knobs(args, config)
+
+
+def assert_gpu_knobs(args: Any, config: dict[str, Any]) -> None:
+    """The GPU-only knobs reach vLLM's arguments as meant (absent: vLLM's own default)."""
+    assert args.data_parallel_size == config.get("data_parallel", 1)
+    assert args.stream_interval == config.get("stream_interval", 1)
+    assert args.long_prefill_token_threshold == config.get("long_prefill_token_threshold", 0)
+    assert args.max_cudagraph_capture_size == config.get("max_cudagraph_capture_size")
+    assert args.performance_mode == config.get("performance_mode", "balanced")
+    assert args.async_scheduling is config.get("async_scheduling")  # None: vLLM decides
+    choice = config.get("speculative_decoding", "none")
+    if choice == "none":
+        assert args.speculative_config is None
+    else:
+        method, tokens = choice.split("-k")
+        spec = SpeculativeConfig(**args.speculative_config)  # vLLM's own validation
+        assert spec.method == method
+        assert spec.num_speculative_tokens == int(tokens)
+        assert spec.use_ngram()
+        assert spec.prompt_lookup_min == spec.prompt_lookup_max == 4
+
+
+GPU_KNOBS = ["data_parallel", "stream_interval", "long_prefill_token_threshold",
+             "max_cudagraph_capture_size", "performance_mode", "speculative_decoding",
+             "async_scheduling"]
+
+
+def test_sampled_gpu_configs_exercise_every_gpu_only_knob() -> None:
+    seen: dict[str, set[object]] = {k: set() for k in GPU_KNOBS}
+    for config in configs(GPU):
+        for knob in GPU_KNOBS:
+            if knob in config:
+                seen[knob].add(config[knob])
+    assert all(len(values) >= 2 for values in seen.values()), seen
+
+
+@pytest.mark.parametrize("mode", ["process", "container"])
+def test_every_choice_of_the_gpu_only_knobs_parses(parser, mode: Mode) -> None:  # type: ignore[no-untyped-def]
+    space = load_search_space("vllm").for_host(GPU, MODEL)
+    for knob in GPU_KNOBS:
+        choices = space.knobs[knob]
+        values = choices.choices if isinstance(choices, CategoricalKnob) else [False, True]
+        for value in values:
+            config = {knob: value}
+            rendered = render(SPEC, config, device="gpu", mode=mode,
+                              values={"python": "python", "model": "/m", "served_name": "m",
+                                      "port": "8000", "host": "127.0.0.1"})
+            argv = rendered.argv[3:] if mode == "process" else ["--model", *rendered.argv]
+            assert_gpu_knobs(parser.parse_args(argv), config)
+
+
+def test_the_gpu_only_knobs_default_to_what_vllms_parser_defaults_to(parser) -> None:  # type: ignore[no-untyped-def]
+    """The defaults trial sets no flag; each knob's `default` says what vLLM then runs with."""
+    defaults = SPEC.defaults("gpu")
+    assert_gpu_knobs(parser.parse_args(["--model", "/m"]),
+                     {k: defaults[k] for k in GPU_KNOBS if defaults[k] is not None})
+    assert render(SPEC, {}, device="gpu", mode="process",
+                  values={"python": "py", "model": "/m", "served_name": "m", "port": "1",
+                          "host": "h"}).argv[-2:] == ["--generation-config", "vllm"]
 
 
 def test_a_flag_vllm_does_not_have_fails_the_parser(parser) -> None:  # type: ignore[no-untyped-def]

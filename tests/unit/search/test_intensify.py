@@ -15,19 +15,25 @@ from tuner.search.tracker import NullTracker
 
 
 class CostByStart(FakeMeasurer):
-    """Each start's cost by its tag; None: the start meets no load within the SLOs."""
+    """Each start's cost by the order of first starts (the defaults are start 0): ``first[i]``
+    for the i-th configuration's first start, ``again[i]`` for its second; None: it meets no
+    load within the SLOs. Starts not listed cost 2.0."""
 
-    def __init__(self, costs: dict[str, float | None]) -> None:
+    def __init__(self, first: list[float | None], again: dict[int, float | None]) -> None:
         super().__init__()
-        self.costs = costs
+        self.first, self.again = first, again
         self.tags: list[str] = []
+        self.order: dict[str, int] = {}
 
     def capacity(self, handle: EngineHandle, accelerators: int
                  ) -> tuple[CapacityResult, list[RequestRecord]]:
         assert isinstance(handle, FakeHandle)
         tag = handle.request.labels["tuner.trial"]
         self.tags.append(tag)
-        cost = self.costs.get(tag, 2.0)
+        base = tag.removesuffix("-again")
+        i = self.order.setdefault(base, len(self.order))
+        table = self.again if tag.endswith("-again") else dict(enumerate(self.first))
+        cost = table.get(i, 2.0)
         if cost is None:
             step = summary(1.0, passed=False)
             return CapacityResult(steps=[step], best=None, lowest_failing_load=1.0,
@@ -40,9 +46,9 @@ class CostByStart(FakeMeasurer):
                               stopped_by="max_steps", estimate=found), records()
 
 
-def study(tmp_path: Path, make_ctx: MakeContext, costs: dict[str, float | None], trials: int
-          ) -> tuple[StudyProgress, CostByStart]:
-    measurer = CostByStart(costs)
+def study(tmp_path: Path, make_ctx: MakeContext, first: list[float | None],
+          again: dict[int, float | None], trials: int) -> tuple[StudyProgress, CostByStart]:
+    measurer = CostByStart(first, again)
     ctx = make_ctx(FakeLauncher(), measurer)
     cfg = StudyConfig(engine="vllm", workload=SMOKE, model="/m", trials=trials,
                       intensify=True, out_dir=tmp_path, study_name="intensify")
@@ -52,27 +58,24 @@ def study(tmp_path: Path, make_ctx: MakeContext, costs: dict[str, float | None],
 
 
 def test_a_lucky_start_does_not_win(tmp_path: Path, make_ctx: MakeContext) -> None:
-    costs: dict[str, float | None] = {"trial-000": 1.0, "trial-000-again": 1.2,
-                                      "trial-002": 0.5, "trial-002-again": 3.0}
-    state, measurer = study(tmp_path, make_ctx, costs, trials=6)
+    # the defaults cost 1.0 then 1.2; the next configuration looks cheaper (0.5), then 3.0
+    state, measurer = study(tmp_path, make_ctx, [1.0, 0.5], {0: 1.2, 1: 3.0}, trials=6)
     launched = [r for r in state.results if not r.rejected_before_launch]
     assert sum(r.starts for r in launched) == 6  # the second starts count toward --trials
-    assert "trial-000-again" in measurer.tags  # the defaults are the first incumbent
-    assert "trial-002-again" in measurer.tags
-    by_number = {r.number: r for r in launched}
-    assert by_number[2].costs == [0.5, 3.0]
-    assert by_number[2].cost_per_m_output_tokens == 1.75
-    assert by_number[0].cost_per_m_output_tokens == 1.1
-    assert state.feasible[0].number == 0  # the lucky start did not take the lead
-    assert all(r.starts == 1 for r in launched if r.number not in (0, 2))  # dearer: once
+    assert measurer.tags[:2] == ["trial-000", "trial-000-again"]  # the first incumbent
+    lucky = next(r for r in launched if not r.defaults)
+    assert measurer.tags[3] == f"trial-{lucky.number:03d}-again"
+    assert lucky.costs == [0.5, 3.0]
+    assert lucky.cost_per_m_output_tokens == 1.75
+    assert next(r for r in launched if r.defaults).cost_per_m_output_tokens == 1.1
+    assert state.feasible[0].defaults  # the lucky start did not take the lead
+    assert all(r.starts == 1 for r in launched[2:])  # dearer than the incumbent: once
 
 
 def test_a_challenger_that_fails_its_second_start_is_infeasible(
         tmp_path: Path, make_ctx: MakeContext) -> None:
-    costs: dict[str, float | None] = {"trial-000": 1.0, "trial-000-again": 1.0,
-                                      "trial-002": 0.5, "trial-002-again": None}
-    state, _ = study(tmp_path, make_ctx, costs, trials=5)
-    second = next(r for r in state.results if r.number == 2)
+    state, _ = study(tmp_path, make_ctx, [1.0, 0.5], {0: 1.0, 1: None}, trials=5)
+    second = [r for r in state.results if not r.rejected_before_launch][1]
     assert not second.feasible
     assert second.starts == 2
     assert "met the SLOs on its first start, not on its second" in second.detail
