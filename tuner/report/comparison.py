@@ -101,10 +101,25 @@ def engine_result(engine: str, display: str, version: str, study_dir: str,
         note = "the defaults met no load within the SLOs"
     elif t is None:
         note = "no configuration met the SLOs"
+    if d is not None and t is not None:
+        note = "; ".join(x for x in (note, *not_held(d, t)) if x)
     return EngineResult(engine=engine, display_name=display, engine_version=version,
                         study_dir=study_dir, defaults=d, tuned=t, tuning_delta=delta,
                         trials=_points(engine, results),
                         tuned_curve=_curve(picked.get("tuned")), note=note), samples
+
+
+def not_held(defaults: Remeasured, tuned: Remeasured) -> list[str]:
+    """What the re-measurement found the search got wrong: a configuration whose SLOs did
+    not hold on its fresh starts at the load its search found."""
+    out = []
+    for label, m in (("defaults", defaults), ("tuned", tuned)):
+        if label == "tuned" and tuned.trial == defaults.trial:
+            continue
+        if m.runs and m.slo_passed_runs < m.runs:
+            out.append(f"{label}: SLOs held in {m.slo_passed_runs} of {m.runs} fresh starts at "
+                       f"load {m.load:.3g} (the search's capacity did not reproduce)")
+    return out
 
 
 def engine_deltas(results: list[EngineResult], samples: dict[str, dict[str, np.ndarray]]
@@ -148,9 +163,12 @@ def comparison_verdict(results: list[EngineResult], deltas: list[EngineDelta]) -
         else:
             parts.append(f"{names[top.best]} and {names[top.other]} overlap ({r.value:.2f}x, "
                          f"{r.low:.2f}-{r.high:.2f}): no winner can be called")
+    unheld = [r.display_name for r in results if "did not reproduce" in r.note]
+    caveat = (f" (but the SLOs of {' and '.join(unheld)} did not all hold on fresh starts at "
+              "the loads their searches found: see the notes)") if unheld else ""
     if biggest is not None and biggest.tuning_delta is not None and top is not None:
         advice = ("tune before you switch" if biggest.tuning_delta.value >= top.ratio.value
                   else "switching engines pays more than tuning")
-        return "; ".join(parts) + f": {advice}"
-    return "; ".join(parts) or "no engine met the SLOs on this workload"
+        return "; ".join(parts) + f": {advice}{caveat}"
+    return ("; ".join(parts) + caveat) if parts else "no engine met the SLOs on this workload"
 
