@@ -48,6 +48,12 @@ def study_verdict(engine: str, r: RemeasureOutcome | None, defaults: TrialResult
                 f"{r.winner.slo_passed_runs} of {r.winner.runs} fresh starts: the capacity "
                 "found in the search did not reproduce)")
     if r.winner.defaults:
+        w = r.winner.cost.value if r.winner.cost else float("inf")
+        unheld = [c for c in r.candidates if not c.defaults and c.cost and c.cost.value < w
+                  and c.slo_passed_runs < c.runs]
+        for c in unheld[:1]:
+            held += (f" (trial {c.trial} cost less, but its SLOs held in only "
+                     f"{c.slo_passed_runs} of {c.runs} fresh starts at load {c.load:.3g})")
         return (f"{engine}'s defaults stayed the cheapest on fresh starts: tuning found "
                 f"nothing better{held}")
     base = r.defaults

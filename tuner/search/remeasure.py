@@ -175,6 +175,15 @@ def summarise_candidate(engine: str, trial: TrialResult, runs: list[MeasuredRun]
         command=trial.command), samples
 
 
+def pick_winner(candidates: list[Remeasured]) -> Remeasured | None:
+    """The cheapest candidate whose SLOs held on every fresh start; only when none did, the
+    cheapest of all (the verdict then says the capacity did not reproduce). A cost at a load a
+    configuration cannot hold is not a cost it can be run at."""
+    scored = [m for m in candidates if m.cost is not None]
+    held = [m for m in scored if m.runs and m.slo_passed_runs == m.runs] or scored
+    return min(held, key=lambda m: m.cost.value if m.cost else float("inf"), default=None)
+
+
 def remeasure(ctx: TrialContext, results: list[TrialResult], *, top: int, repeats: int,
               duration_s: float | None, seed: int) -> RemeasureOutcome:
     """One engine: the defaults and the best ``top`` configurations, and the tuning delta."""
@@ -185,8 +194,7 @@ def remeasure(ctx: TrialContext, results: list[TrialResult], *, top: int, repeat
     summarised = [summarise_candidate(engine, t, runs, seed) for t in picked]
     out = [m for m, _ in summarised]
     samples = {m.trial: s for m, s in summarised}
-    scored = [m for m in out if m.cost is not None]
-    winner = min(scored, key=lambda m: m.cost.value if m.cost else float("inf"), default=None)
+    winner = pick_winner(out)
     defaults = next((m for m in out if m.defaults), None)
     delta = None
     if winner is not None and defaults is not None and defaults.cost and winner.cost:

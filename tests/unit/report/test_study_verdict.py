@@ -82,3 +82,25 @@ def test_a_gain_below_the_noise_floor_is_not_called_resolved() -> None:
     text = study_verdict("vLLM", outcome, defaults, trial(3, False, 0.95), floor)
     assert "less than the noise floor of 10.0%" in text
     assert noise_floor(trial(0, True, 1.0), None) is None
+
+
+def test_a_cheaper_candidate_whose_slos_did_not_hold_does_not_win() -> None:
+    from tuner.search.remeasure import pick_winner
+
+    held = remeasured(0, True, 0.0126, []).model_copy(update={"runs": 2, "slo_passed_runs": 2})
+    lost = remeasured(11, False, 0.0121, []).model_copy(update={"runs": 2, "slo_passed_runs": 0})
+    assert pick_winner([held, lost]) is held
+    assert pick_winner([lost]) is lost  # none held: the cheapest, and the verdict says so
+    assert pick_winner([]) is None
+
+
+def test_defaults_that_win_because_the_cheaper_one_did_not_hold_say_so() -> None:
+    d = remeasured(0, True, 0.0126, []).model_copy(update={"runs": 2, "slo_passed_runs": 2})
+    lost = remeasured(11, False, 0.0121, []).model_copy(
+        update={"runs": 2, "slo_passed_runs": 0, "load": 64.0})
+    outcome = RemeasureOutcome(candidates=[d, lost], winner=d, defaults=d,
+                               tuning_delta=Interval(value=1, low=1, high=1), runs=[],
+                               timing=Timing())
+    text = study_verdict("vLLM", outcome, trial(0, True, 0.0126), trial(11, False, 0.0121))
+    assert "stayed the cheapest" in text
+    assert "trial 11 cost less, but its SLOs held in only 0 of 2 fresh starts at load 64" in text
