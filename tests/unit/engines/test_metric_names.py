@@ -50,3 +50,11 @@ def test_every_metric_the_tuner_reads_is_one_the_pinned_engine_emits(engine: str
     missing = sorted(read_by_tuner(prefix) - exposed(HELP / file))
     assert not missing, (f"tuner/loadgen/scraper.py reads {missing} from {engine}, which the "
                          f"pinned version does not emit (engines/help/{file})")
+
+
+def test_every_vllm_metric_the_tuner_reads_was_in_a_real_scrape() -> None:
+    """vLLM runs here: its /metrics, recorded (engines/help/vllm-0.32.0-metrics-scrape.txt),
+    answers every name the scraper reads for it."""
+    lines = (HELP / "vllm-0.32.0-metrics-scrape.txt").read_text().splitlines()
+    scraped = {ln for ln in lines if ln and not ln.startswith("#")}
+    assert read_by_tuner("vllm:") <= scraped
