@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tuner.commands.tune import parse_enqueue
 from tuner.engines.spec import parse_engine_spec
@@ -25,6 +26,8 @@ def kind(path: Path) -> str:
         return "workload"
     if path.name.startswith("enqueue"):
         return "enqueue"
+    if path.name.startswith("grid-"):
+        return "grid"
     return "other"
 
 
@@ -45,6 +48,11 @@ def test_yaml_file_is_valid(path: Path) -> None:
         spec = parse_engine_spec(REPO / "engines" / f"{engine}.yaml")
         for config in configs:
             assert set(config) <= set(spec.knobs), config
+    elif k == "grid":  # experiments/search-efficiency: knob values to measure every product of
+        grid = yaml.safe_load(path.read_text())
+        spec = parse_engine_spec(REPO / "engines" / f"{grid['engine']}.yaml")
+        assert set(grid["knobs"]) <= set(spec.knobs), grid["knobs"]
+        assert all(isinstance(v, list) and v for v in grid["knobs"].values()), grid["knobs"]
     else:
         pytest.fail(f"{path}: no validator knows this YAML file; add one here")
 
