@@ -24,9 +24,7 @@ import optuna
 from pydantic import BaseModel, Field
 
 from tuner.search.samplers import make_sampler
-
-FAILED = 1e6
-"""The value told for an infeasible trial, as in a study."""
+from tuner.search.study import FAILED_COST
 
 
 class TableRow(BaseModel):
@@ -122,6 +120,13 @@ def replay(table: MeasuredTable, sampler: str, *, seed: int, trials: int,
             left.extend(rng.permutation(row.costs).tolist())
         return float(left.pop())
 
+    def record(best: float, row: TableRow) -> float:
+        """One launched measurement: what has been found and what would be picked now."""
+        best = min(best, row.true_cost)
+        out.found.append(best)
+        out.picked.append(_pick(seen, rows))
+        return best
+
     while launched < trials and rejected < 4 * trials:
         trial = study.ask()
         config = {k: trial.suggest_categorical(k, v) for k, v in table.knobs.items()}
@@ -130,10 +135,10 @@ def replay(table: MeasuredTable, sampler: str, *, seed: int, trials: int,
             trial.set_constraint("feasible", 0.0 if row.feasible else 1.0)
         if row.rejected_before_launch:
             rejected += 1
-            study.tell(trial, FAILED)
+            study.tell(trial, FAILED_COST)
             continue
         launched += 1
-        value = measure(row) if row.feasible else FAILED
+        value = measure(row) if row.feasible else FAILED_COST
         key = table.key(config)
         if row.feasible:
             seen.setdefault(key, []).append(value)
@@ -142,13 +147,9 @@ def replay(table: MeasuredTable, sampler: str, *, seed: int, trials: int,
             if intensify and value < incumbent and launched < trials:
                 launched += 1  # the challenger is measured again before it can win
                 seen[key].append(measure(row))
-                best_found = min(best_found, row.true_cost)
-                out.found.append(best_found)
-                out.picked.append(_pick(seen, rows))
+                best_found = record(best_found, row)
         study.tell(trial, value)
-        best_found = min(best_found, row.true_cost)
-        out.found.append(best_found)
-        out.picked.append(_pick(seen, rows))
+        best_found = record(best_found, row)
     return out
 
 
