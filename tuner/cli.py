@@ -117,9 +117,6 @@ def tune(
         help="best configurations to measure again on fresh starts, with the defaults "
         "(0: no re-measurement)")] = 2,
     repeats: Annotated[int, typer.Option(help="fresh starts per re-measured config")] = 1,
-    remeasure_duration: Annotated[float | None, typer.Option(
-        help="seconds per re-measurement; default: a capacity step's (min_requests, at "
-        "least step_duration_s)")] = None,
     enqueue: Annotated[Path | None, typer.Option(
         help="YAML of configurations (or a list of them) to try first")] = None,
     warm_start: Annotated[Path | None, typer.Option(
@@ -160,7 +157,7 @@ def tune(
             tracking_uri=tracking_uri or settings.tracking_uri, out_dir=out, seed=seed,
             sampler=sampler, intensify=intensify, search_space=search_space,
             remeasure_top=remeasure_top,
-            remeasure_repeats=repeats, remeasure_duration_s=remeasure_duration,
+            remeasure_repeats=repeats,
             enqueue=parse_enqueue(enqueue) + warm_start_configs(warm_start, engine or ""),
             device=device, parallel=parallel,
             startup_timeout_s=startup_timeout, served_name=served_name, workers=workers),
@@ -209,9 +206,6 @@ def compare(
     seed: Annotated[int, typer.Option(help="sampler and bootstrap seed")] = 0,
     tracking_uri: Annotated[str | None, typer.Option(
         help="MLflow tracking URI; default: SQLite in the comparison folder")] = None,
-    duration: Annotated[float | None, typer.Option(
-        help="seconds per re-measurement; default: a capacity step's (min_requests, at "
-        "least step_duration_s)")] = None,
     launcher: Annotated[str, typer.Option(help="process or docker")] = "process",
     debug: Debug = False,
 ) -> None:
@@ -230,7 +224,7 @@ def compare(
 
     run_cli(lambda: compare_command(names, workload, models(), trials=trials, repeats=repeats,
                                     out=out, seed=seed, tracking_uri=tracking_uri,
-                                    duration_s=duration, launcher=launcher, settings=settings,
+                                    launcher=launcher, settings=settings,
                                     console=out_console, progress_console=err), debug)
 
 

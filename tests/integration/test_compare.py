@@ -37,6 +37,9 @@ def test_compare_vllm_and_llamacpp(vllm_study: Study, gguf_model: Path) -> None:
     # Both engines' defaults and tuned best met the SLOs, and every figure comes from measured
     # trials: each cost is recomputed from stored records.
     measured_runs = {(r["engine"], r["trial"]) for r in report["runs"] if r["records_path"]}
+    # Each fresh start searched its own capacity, as `tune measure` does.
+    assert all(r["step"] is not None and r["load"] > 0 for r in report["runs"]
+               if r["failure"] is None)
     for e in engines.values():
         for kind in ("defaults", "tuned"):
             m = e[kind]

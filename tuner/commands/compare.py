@@ -121,7 +121,7 @@ def log_to_mlflow(uri: str, name: str, comparison: Comparison, files: dict[str, 
 
 def compare_command(engines: list[str], workload: Path, models: dict[str, str], *,
                     trials: int, repeats: int, out: Path, seed: int,
-                    tracking_uri: str | None, duration_s: float | None, launcher: str,
+                    tracking_uri: str | None, launcher: str,
                     settings: Settings, console: Console, progress_console: Console
                     ) -> Comparison:
     if len(engines) < 2:
@@ -167,7 +167,7 @@ def compare_command(engines: list[str], workload: Path, models: dict[str, str], 
                 defaults_trial=defaults.number if defaults else None,
                 tuned_trial=shown.number if shown else None,
                 study_run_id=prep.tracker.parent_id))
-        runs, _ = measure_interleaved(cands, repeats=repeats, duration_s=duration_s)
+        runs, _ = measure_interleaved(cands, repeats=repeats)
     inputs = CompareInputs(workload=str(workload), seed=seed, studies=refs, runs=runs)
     (folder / "inputs.json").write_text(inputs.model_dump_json(indent=2))
     comparison = build(inputs)

@@ -57,8 +57,7 @@ def tune_command(cfg: StudyConfig, settings: Settings, console: Console,
         rm: RemeasureOutcome | None = None
         if cfg.remeasure_top > 0:
             rm = remeasure(ctx, state.results, top=cfg.remeasure_top,
-                           repeats=cfg.remeasure_repeats, duration_s=cfg.remeasure_duration_s,
-                           seed=cfg.seed)
+                           repeats=cfg.remeasure_repeats, seed=cfg.seed)
     wall = time.monotonic() - t_start
     launched = state.results
     startup = sum(r.timing.startup_s for r in launched) + (rm.timing.startup_s if rm else 0)

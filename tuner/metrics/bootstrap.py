@@ -2,9 +2,9 @@
 
 A cost per million output tokens measured over one or more runs is resampled
 hierarchically: runs (engine restarts) with replacement, then requests within
-each chosen run with replacement; throughput = resampled output tokens /
-the chosen runs' wall time. Ratios (tuning and engine deltas) pair independent
-resamples of their two sides.
+each chosen run with replacement; throughput = resampled output tokens (each
+run's scaled to its estimated capacity) / the chosen runs' wall time. Ratios
+(tuning and engine deltas) pair independent resamples of their two sides.
 """
 
 from __future__ import annotations
@@ -32,10 +32,13 @@ class Interval(BaseModel):
 
 @dataclass(frozen=True)
 class RunTokens:
-    """What the bootstrap needs from one run: each request's output tokens and the wall time."""
+    """What the bootstrap needs from one run: each request's output tokens, the wall time,
+    and the factor that turns its throughput into the throughput at the run's estimated
+    capacity (the capacity lies between the step's load and the next, failing one)."""
 
     tokens: np.ndarray
     window_s: float
+    scale: float = 1.0
 
 
 def cost_samples(runs: Sequence[RunTokens], usd_per_hour: float, n: int = 2000,
@@ -52,14 +55,15 @@ def cost_samples(runs: Sequence[RunTokens], usd_per_hour: float, n: int = 2000,
         window = 0.0
         for j in picks:
             run = usable[j]
-            tokens += float(rng.choice(run.tokens, size=len(run.tokens), replace=True).sum())
+            tokens += run.scale * float(rng.choice(run.tokens, size=len(run.tokens),
+                                                   replace=True).sum())
             window += run.window_s
         out[i] = cost_per_million(usd_per_hour, tokens / window) or np.nan
     return out
 
 
 def point_cost(runs: Sequence[RunTokens], usd_per_hour: float) -> float:
-    tokens = sum(float(r.tokens.sum()) for r in runs)
+    tokens = sum(r.scale * float(r.tokens.sum()) for r in runs)
     window = sum(r.window_s for r in runs)
     cost = cost_per_million(usd_per_hour, tokens / window) if window > 0 else None
     return float("nan") if cost is None else cost

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from tuner.metrics.bootstrap import Interval
 from tuner.report.comparison import Comparison, EngineResult
+from tuner.report.study_report import capacity_text
 
 
 def _money(i: Interval | None, sep: str = " ") -> str:
@@ -26,12 +27,13 @@ def rows(c: Comparison, sep: str = " ") -> list[list[str]]:
     for e in c.engines:
         out.append([e.display_name, _money(e.defaults.cost if e.defaults else None, sep),
                     _money(e.tuned.cost if e.tuned else None, sep),
-                    _ratio(e.tuning_delta, sep), f"{e.tuned.load:.3g}" if e.tuned else "-",
+                    _ratio(e.tuning_delta, sep),
+                    capacity_text(e.tuned.capacities) if e.tuned else "-",
                     e.note])
     return out
 
 
-HEAD = ["engine", "defaults $/M out", "tuned $/M out", "tuning delta", "load", "note"]
+HEAD = ["engine", "defaults $/M out", "tuned $/M out", "tuning delta", "tuned capacity", "note"]
 
 
 def delta_rows(c: Comparison) -> list[list[str]]:
@@ -62,9 +64,10 @@ def markdown(c: Comparison, plots: dict[str, Path]) -> str:
         return "\n".join(lines)
 
     parts = [f"# Tuning delta vs engine delta: {c.workload}", "", f"**{c.verdict}**", "",
-             "Costs are USD per million output tokens at the highest load that met the SLOs, "
-             "re-measured on fresh engine starts on the same seeded requests, with 95% "
-             "bootstrap intervals over restarts and requests.", "", md_table(HEAD, rows(c)), ""]
+             "Costs are USD per million output tokens at the capacity (the load at which the "
+             "binding SLO is crossed), re-measured by a capacity search on each fresh engine "
+             "start, with 95% bootstrap intervals over restarts and requests.", "",
+             md_table(HEAD, rows(c)), ""]
     if c.engine_deltas:
         parts += ["## Engine delta", "", md_table(DELTA_HEAD, delta_rows(c)), ""]
     for name, title in (("cost", "Cost per engine, defaults vs tuned"),

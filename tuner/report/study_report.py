@@ -44,27 +44,30 @@ def study_verdict(engine: str, r: RemeasureOutcome | None, defaults: TrialResult
                 f"be re-measured ({why}): no verdict on it")
     held = ""
     if r.winner.slo_passed_runs < r.winner.runs:
-        held = (f" (but at load {r.winner.load:.3g} the SLOs held in only "
-                f"{r.winner.slo_passed_runs} of {r.winner.runs} fresh starts: the capacity "
-                "found in the search did not reproduce)")
+        held = (f" (but it met the SLOs at no load on {not_met(r.winner)} of {r.winner.runs} "
+                "fresh starts)")
     if r.winner.defaults:
         w = r.winner.cost.value if r.winner.cost else float("inf")
         unheld = [c for c in r.candidates if not c.defaults and c.cost and c.cost.value < w
                   and c.slo_passed_runs < c.runs]
         for c in unheld[:1]:
-            held += (f" (trial {c.trial} cost less, but its SLOs held in only "
-                     f"{c.slo_passed_runs} of {c.runs} fresh starts at load {c.load:.3g})")
+            held += (f" (trial {c.trial} cost less, but it met the SLOs at no load on "
+                     f"{not_met(c)} of {c.runs} fresh starts)")
         return (f"{engine}'s defaults stayed the cheapest on fresh starts: tuning found "
                 f"nothing better{held}")
     base = r.defaults
     if base is not None and base.slo_passed_runs < base.runs and not held:
-        held = (f" (the defaults' SLOs held in only {base.slo_passed_runs} of {base.runs} "
-                f"fresh starts at load {base.load:.3g}: their capacity is below what the "
-                "search found, so the saving is, if anything, larger)")
+        held = (f" (the defaults met the SLOs at no load on {not_met(base)} of {base.runs} "
+                "fresh starts, so the saving is, if anything, larger)")
     if floor is not None and d.low > 1 and d.value - 1 < floor.value:
         held += (f" (less than the noise floor of {floor.value:.1%}, {floor.source}: not "
                  "resolved)")
     return saved_text(engine, d) + held
+
+
+def not_met(m: Remeasured) -> int:
+    """Fresh starts on which ``m`` met the SLOs at no load."""
+    return m.runs - m.slo_passed_runs
 
 
 def saved_text(engine: str, delta: Interval) -> str:
@@ -99,7 +102,7 @@ def final_table(summary: StudySummary) -> Table:
             cost = f"${remeasured.cost.text('{:.3g}')}"
             ttft = _spread(remeasured.ttft_p95_ms)
             itl = _spread(remeasured.itl_p95_ms)
-            load = f"{remeasured.load:.3g}"
+            load = capacity_text(remeasured.capacities)
             label = f"{label} (trial {remeasured.trial})"
         elif trial is not None and trial.feasible and trial.best is not None:
             cost = money(trial.cost_per_m_output_tokens)
@@ -115,6 +118,13 @@ def final_table(summary: StudySummary) -> Table:
     if summary.tuning_delta is not None:
         t.add_row("tuning delta", summary.tuning_delta.text("{:.2f}") + "x", "", "", "")
     return t
+
+
+def capacity_text(values: list[float]) -> str:
+    """The capacities of fresh starts: one figure, or the lowest to the highest."""
+    if not values:
+        return "-"
+    return " to ".join(f"{v:.3g}" for v in sorted({min(values), max(values)}))
 
 
 def _spread(values: list[float]) -> str:

@@ -20,27 +20,23 @@ from tuner.launch.readiness import wait_ready
 from tuner.loadgen import event_loop
 from tuner.loadgen.progress import NULL_PROGRESS, Progress
 from tuner.loadgen.records import RequestRecord
-from tuner.loadgen.scraper import wait_idle
 from tuner.measurement.bench_session import Bench, open_bench
 from tuner.measurement.capacity import CapacityResult
-from tuner.metrics.run_summary import RunSummary
 from tuner.workload.models import Workload
 
 
 class Measurer(Protocol):
     """Contract: ``wait_ready`` returns the seconds it waited or raises EngineStartError;
-    ``capacity`` (warm-up, then the capacity search) and ``run_at`` (warm-up, then one run
-    at a load: re-measurement) return figures with the per-request records, and raise
-    EngineCrashed when the engine died, EndpointError when it does not serve the workload.
-    Both raise nothing else on purpose; an unexpected error is the trial's outcome too."""
+    ``capacity`` (warm-up, then the capacity search) returns its figures with the
+    per-request records, and raises EngineCrashed when the engine died, EndpointError when it
+    does not serve the workload, nothing else on purpose; an unexpected error is the trial's
+    outcome too."""
 
     def wait_ready(self, handle: EngineHandle) -> float: ...
 
     def capacity(self, handle: EngineHandle, accelerators: int
                  ) -> tuple[CapacityResult, list[RequestRecord]]: ...
 
-    def run_at(self, handle: EngineHandle, accelerators: int, load: float, *, epoch: int,
-               duration_s: float | None) -> tuple[RunSummary, list[RequestRecord]]: ...
 
 
 @dataclass
@@ -76,22 +72,6 @@ class HttpMeasurer:
             bench = await self._bench(handle, accelerators)
             try:
                 return await bench.capacity(before_step=alive(handle)), bench.records
-            finally:
-                bench.close()
-        return event_loop.run(go())
-
-    def run_at(self, handle: EngineHandle, accelerators: int, load: float, *, epoch: int,
-               duration_s: float | None) -> tuple[RunSummary, list[RequestRecord]]:
-        async def go() -> tuple[RunSummary, list[RequestRecord]]:
-            bench = await self._bench(handle, accelerators)
-            try:
-                if self.workload.warmup.engine.enabled:  # a fresh start, warmed as for a trial
-                    await bench.warm_up(load)
-                await wait_idle(handle.metrics_url)
-                self.progress.status("phase", f"measuring at load {load:.3g}")
-                summary = await bench.once(load, epoch=epoch,
-                                           duration_s=duration_s or bench.step_duration(load))
-                return summary, bench.records
             finally:
                 bench.close()
         return event_loop.run(go())

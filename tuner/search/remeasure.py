@@ -1,10 +1,12 @@
-"""Measure configurations again on fresh engine starts, interleaved, on paired requests.
+"""Measure configurations again on fresh engine starts, interleaved, as `tune measure` does.
 
-Each candidate runs at the load its capacity search found, on the same seeded requests (one
-epoch per repeat, shared by every candidate), and the candidates take turns within each
-repeat so that drift on the machine hits all of them. Costs get bootstrap intervals over
-restarts and requests (:mod:`tuner.metrics.bootstrap`); the records of every run are kept, so
-intervals can be rebuilt later from the files alone.
+Each fresh start of a candidate is a whole trial (:func:`tuner.search.trial.run_trial`: start,
+readiness, warm-up, capacity search, interpolated capacity and its cost), so a re-measurement
+re-tests the capacity the search found instead of trusting it. The candidates take turns within
+each repeat so that drift on the machine hits all of them. A candidate's cost interval is a
+bootstrap over its starts and the requests of each start's best step, each start's throughput
+scaled to its estimated capacity (:mod:`tuner.metrics.bootstrap`); the records of every start
+are kept, so intervals can be rebuilt later from the files alone.
 """
 
 from __future__ import annotations
@@ -16,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from tuner.launch.base import EngineHandle
 from tuner.loadgen.records import RequestRecord, read_records_csv
 from tuner.metrics.bootstrap import (
     Interval,
@@ -31,11 +32,9 @@ from tuner.metrics.bootstrap import (
 from tuner.metrics.figures import measured, window_ns
 from tuner.metrics.run_summary import RunSummary
 from tuner.search.outcome import Timing, TrialResult, defaults_trial, ranked
-from tuner.search.trial import TrialContext, classify_failure, crash_failure
+from tuner.search.trial import TrialContext, run_trial
 
 log = logging.getLogger(__name__)
-
-EPOCH_BASE = 1000
 
 
 @dataclass
@@ -46,17 +45,22 @@ class Candidate:
 
 
 class MeasuredRun(BaseModel):
-    """One fresh start of one candidate."""
+    """One fresh start of one candidate: its capacity search's best step and estimate."""
 
     engine: str
     trial: int
     defaults: bool
     repeat: int
-    load: float
+    load: float = Field(description="the start's estimated capacity (0: no load met the SLOs)")
     usd_per_hour: float
     records_path: str | None = None
-    summary: RunSummary | None = None
+    summary: RunSummary | None = Field(default=None, description="the best passing step")
     failure: str | None = None
+    step: int | None = Field(default=None, description=(
+        "the best step's epoch in the records (None: every measured record counts)"))
+    scale: float = Field(default=1.0, description=(
+        "estimated capacity / the best step's load: its throughput scaled to the capacity"))
+    binding: str | None = None
 
 
 class Remeasured(BaseModel):
@@ -66,9 +70,11 @@ class Remeasured(BaseModel):
     trial: int
     defaults: bool
     config: dict[str, Any]
-    load: float
+    load: float = Field(description="the capacity the search found")
+    capacities: list[float] = Field(default_factory=list, description=(
+        "the capacity each fresh start found (starts that met the SLOs at some load)"))
     runs: int
-    slo_passed_runs: int
+    slo_passed_runs: int = Field(description="fresh starts that met the SLOs at some load")
     failures: list[str]
     cost: Interval | None
     ttft_p95_ms: list[float]
@@ -93,70 +99,72 @@ def pick_candidates(results: list[TrialResult], top: int) -> list[TrialResult]:
     return ([defaults] if defaults and defaults.feasible else []) + picked
 
 
-def run_tokens(records: list[RequestRecord]) -> RunTokens:
-    recs = measured(records)
+def run_tokens(records: list[RequestRecord], step: int | None = None, scale: float = 1.0
+               ) -> RunTokens:
+    """The output tokens and window of the measured records (of epoch ``step`` only, when
+    given), their throughput scaled by ``scale``."""
+    recs = [r for r in measured(records) if step is None or r.step == step]
     return RunTokens(np.array([r.generated for r in recs if r.ok], dtype=np.float64),
-                     window_ns(recs) / 1e9)
+                     window_ns(recs) / 1e9, scale)
 
 
-def measure_interleaved(cands: list[Candidate], *, repeats: int, duration_s: float | None
+def measure_interleaved(cands: list[Candidate], *, repeats: int
                         ) -> tuple[list[MeasuredRun], Timing]:
     runs: list[MeasuredRun] = []
     timing = Timing()
     t0 = time.monotonic()
     for rep in range(repeats):
         for cand in cands:
-            runs.append(_measure_once(cand, rep, duration_s, timing))
+            runs.append(_measure_once(cand, rep, timing))
     timing.wall_s = time.monotonic() - t0
     return runs, timing
 
 
-def _measure_once(cand: Candidate, rep: int, duration_s: float | None, timing: Timing
-                  ) -> MeasuredRun:
-    """One fresh start of one candidate; a failure is the run's ``failure``, never raised."""
+def _measure_once(cand: Candidate, rep: int, timing: Timing) -> MeasuredRun:
+    """One fresh start of one candidate, a trial like the search's; a failure is the run's
+    ``failure``, never raised."""
     ctx, trial = cand.ctx, cand.trial
-    assert trial.max_load is not None
-    run = MeasuredRun(engine=cand.engine, trial=trial.number, defaults=trial.defaults,
-                      repeat=rep, load=trial.max_load,
-                      usd_per_hour=ctx.workload.cost.usd_per_hour_for(trial.accelerators))
     ctx.progress.status("trial", f"re-measuring {cand.engine} trial {trial.number} on a fresh "
                         f"start (repeat {rep + 1})")
-    tag = f"remeasure-{trial.number:03d}-{rep}"
-    handle: EngineHandle | None = None
-    try:
-        with ctx.engine(trial.config, tag, defaults=trial.defaults,
-                        accelerators=trial.accelerators, timing=timing) as handle:
-            t_ready = time.monotonic()
-            try:
-                ctx.measurer.wait_ready(handle)
-            finally:
-                timing.startup_s += time.monotonic() - t_ready
-            t_measure = time.monotonic()
-            try:
-                summary, records = ctx.measurer.run_at(
-                    handle, trial.accelerators, trial.max_load, epoch=EPOCH_BASE + rep,
-                    duration_s=duration_s)
-            finally:
-                timing.measure_s += time.monotonic() - t_measure
-            run.summary, run.records_path = summary, ctx.write_records(records, tag)
-            if handle.exit_code() is not None:
-                failed = crash_failure(handle, ctx.spec)
-                run.failure = f"{failed.outcome}: {failed.detail}"
-    except Exception as exc:  # a failed run is recorded; interrupts are BaseException and pass
-        failed = classify_failure(exc, handle, ctx.spec)
-        run.failure = f"{failed.outcome}: {failed.detail}"
+    result = run_trial(ctx, trial.number, trial.config, defaults=trial.defaults,
+                       tag=f"remeasure-{trial.number:03d}-{rep}")
+    for name in ("startup_s", "warmup_s", "measure_s", "teardown_s"):
+        setattr(timing, name, getattr(timing, name) + getattr(result.timing, name))
+    return run_of(cand.engine, result, rep,
+                  ctx.workload.cost.usd_per_hour_for(result.accelerators))
+
+
+def run_of(engine: str, result: TrialResult, rep: int, usd_per_hour: float) -> MeasuredRun:
+    """A fresh start's trial result as a re-measurement run."""
+    run = MeasuredRun(engine=engine, trial=result.number, defaults=result.defaults, repeat=rep,
+                      load=result.max_load or 0.0, usd_per_hour=usd_per_hour,
+                      records_path=result.records_path)
+    cap = result.capacity
+    if result.outcome != "ok":
+        run.failure = f"{result.outcome}: {result.detail}"
+    elif cap is not None and cap.best is not None and cap.estimate is not None:
+        run.summary = cap.best
+        run.step = next(i for i, s in enumerate(cap.steps) if s == cap.best)
+        run.scale = cap.estimate.load / cap.best.load
+        run.binding = cap.estimate.binding
     return run
 
 
 def cost_of(runs: list[MeasuredRun], seed: int) -> tuple[Interval | None, np.ndarray]:
     """Cost per million output tokens over ``runs`` (one candidate), with its bootstrap."""
-    tokens = [run_tokens(read_records_csv(Path(r.records_path))) for r in runs
-              if r.records_path]
+    tokens = [run_tokens(read_records_csv(Path(r.records_path)), r.step, r.scale) for r in runs
+              if r.records_path and r.failure is None]
     if not tokens:
         return None, np.full(1, np.nan)
     usd = runs[0].usd_per_hour
     samples = cost_samples(tokens, usd, seed=seed)
     return interval(point_cost(tokens, usd), samples), samples
+
+
+def met_slos(run: MeasuredRun) -> bool:
+    """Whether a fresh start met the SLOs at some load (a run recorded before each start was a
+    capacity search: at the one load it ran)."""
+    return run.failure is None and (run.summary is None or run.summary.slo.passed)
 
 
 def summarise_candidate(engine: str, trial: TrialResult, runs: list[MeasuredRun],
@@ -166,8 +174,10 @@ def summarise_candidate(engine: str, trial: TrialResult, runs: list[MeasuredRun]
     done = [r.summary for r in mine if r.summary is not None]
     return Remeasured(
         engine=engine, trial=trial.number, defaults=trial.defaults, config=trial.config,
-        load=trial.max_load or 0.0, runs=len(done), slo_passed_runs=sum(s.slo.passed
-                                                                        for s in done),
+        load=trial.max_load or 0.0,
+        capacities=[r.load for r in mine if met_slos(r)],
+        runs=len([r for r in mine if r.records_path]),
+        slo_passed_runs=len([r for r in mine if met_slos(r)]),
         failures=[r.failure for r in mine if r.failure], cost=cost,
         ttft_p95_ms=[s.ttft_ms.p95 or float("nan") for s in done],
         itl_p95_ms=[s.itl_ms.p95 or float("nan") for s in done],
@@ -176,21 +186,21 @@ def summarise_candidate(engine: str, trial: TrialResult, runs: list[MeasuredRun]
 
 
 def pick_winner(candidates: list[Remeasured]) -> Remeasured | None:
-    """The cheapest candidate whose SLOs held on every fresh start; only when none did, the
-    cheapest of all (the verdict then says the capacity did not reproduce). A cost at a load a
-    configuration cannot hold is not a cost it can be run at."""
+    """The cheapest candidate that met the SLOs on every fresh start; only when none did, the
+    cheapest of all (the verdict then says so). A configuration that cannot hold its SLOs at
+    any load on some starts is not one to deploy on the strength of the others."""
     scored = [m for m in candidates if m.cost is not None]
     held = [m for m in scored if m.runs and m.slo_passed_runs == m.runs] or scored
     return min(held, key=lambda m: m.cost.value if m.cost else float("inf"), default=None)
 
 
 def remeasure(ctx: TrialContext, results: list[TrialResult], *, top: int, repeats: int,
-              duration_s: float | None, seed: int) -> RemeasureOutcome:
+              seed: int) -> RemeasureOutcome:
     """One engine: the defaults and the best ``top`` configurations, and the tuning delta."""
     engine = ctx.spec.name
     picked = pick_candidates(results, top)
     runs, timing = measure_interleaved([Candidate(engine, t, ctx) for t in picked],
-                                       repeats=repeats, duration_s=duration_s)
+                                       repeats=repeats)
     summarised = [summarise_candidate(engine, t, runs, seed) for t in picked]
     out = [m for m, _ in summarised]
     samples = {m.trial: s for m, s in summarised}

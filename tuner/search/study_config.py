@@ -36,7 +36,6 @@ class StudyConfig(StrictModel):
                          + ", ".join(SAMPLERS))
     remeasure_top: int = Field(default=2, ge=0, le=20)
     remeasure_repeats: int = Field(default=1, ge=1, le=20)
-    remeasure_duration_s: float | None = Field(default=None, gt=0)
     enqueue: list[dict[str, Any]] = Field(default_factory=list,
                                           description="configurations to try first")
     device: Literal["auto", "cpu", "gpu"] = "auto"

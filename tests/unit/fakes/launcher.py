@@ -158,8 +158,3 @@ class FakeMeasurer:
         return CapacityResult(steps=[best], best=best, lowest_failing_load=None,
                               stopped_by="max_steps",
                               estimate=estimate([best], best, None)), records()
-
-    def run_at(self, handle: EngineHandle, accelerators: int, load: float, *, epoch: int,
-               duration_s: float | None) -> tuple[RunSummary, list[RequestRecord]]:
-        self._serve(handle)
-        return summary(load, passed=True, cost=self.cost), records()

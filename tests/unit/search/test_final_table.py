@@ -12,7 +12,7 @@ from tuner.search.study_summary import StudySummary
 
 def _remeasured(trial: int, defaults: bool) -> Remeasured:
     return Remeasured(engine="vllm", trial=trial, defaults=defaults, config={}, load=12.0,
-                      runs=2, slo_passed_runs=2, failures=[],
+                      capacities=[11.6, 12.4], runs=2, slo_passed_runs=2, failures=[],
                       cost=Interval(value=0.0739, low=0.0694, high=0.0787),
                       ttft_p95_ms=[104.2, 118.9], itl_p95_ms=[13.1, 14.2],
                       output_tokens_per_s=[300.0, 310.0], command=None)

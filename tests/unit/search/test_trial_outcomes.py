@@ -9,7 +9,7 @@ import pytest
 from tests.unit.fakes.launcher import Behaviour, FakeLauncher, FakeMeasurer
 from tests.unit.search.conftest import MakeContext
 from tuner.hardware import Gpu, Hardware
-from tuner.search.remeasure import remeasure
+from tuner.search.remeasure import pick_candidates, remeasure
 from tuner.search.trial import run_trial
 
 GPU_HOST = Hardware(device="gpu", cpu_model="x", cpu_cores=64, memory_gib=512, numa_nodes=2,
@@ -94,7 +94,7 @@ def test_a_failed_remeasurement_is_recorded_and_the_rest_goes_on(
     results = [run_trial(ctx, n, {**CONFIG, "max_batch_size": 16 * (n + 1)}, defaults=n == 0)
                for n in range(3)]
     assert all(r.outcome == "ok" for r in results)
-    out = remeasure(ctx, results, top=2, repeats=1, duration_s=1.0, seed=0)
+    out = remeasure(ctx, results, top=2, repeats=1, seed=0)
     failed = [r for r in out.runs if r.failure]
     assert [(r.trial, r.repeat) for r in failed] == [(1, 0)]
     assert len(out.runs) == 3
@@ -104,3 +104,27 @@ def test_a_failed_remeasurement_is_recorded_and_the_rest_goes_on(
     lease = ctx.gpu_pool.try_acquire(2)
     assert lease is not None
     lease.release()
+
+
+def test_each_fresh_start_of_a_remeasurement_searches_its_capacity(
+        make_ctx: MakeContext) -> None:
+    launcher = FakeLauncher()
+    ctx = make_ctx(launcher, hardware=GPU_HOST)
+    results = [run_trial(ctx, n, {**CONFIG, "max_batch_size": 16 * (n + 1)}, defaults=n == 0)
+               for n in range(3)]
+    best = pick_candidates(results, 1)[-1]
+    launcher.by_tag[f"remeasure-{best.number:03d}-1"] = "slo_infeasible"
+    assert isinstance(ctx.measurer, FakeMeasurer)
+    searches = ctx.measurer.capacity_calls
+    out = remeasure(ctx, results, top=1, repeats=2, seed=0)
+    assert ctx.measurer.capacity_calls - searches == 4  # two candidates, two starts each
+    mine = next(c for c in out.candidates if c.trial == best.number)
+    assert (mine.runs, mine.slo_passed_runs, mine.capacities) == (2, 1, [2.0])
+    assert mine.failures[0].startswith("slo_infeasible")
+    assert out.winner is not None
+    assert out.winner.defaults  # met the SLOs on every start
+    assert out.defaults is not None
+    assert out.defaults.capacities == [2.0, 2.0]
+    started = [h for h in launcher.started if h.request.log_path.stem.startswith("remeasure")]
+    assert len(started) == 4
+    assert all(h.stops == 1 for h in started)
