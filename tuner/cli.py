@@ -130,6 +130,9 @@ def tune(
     served_name: Annotated[str | None, typer.Option(
         help="model name the engine serves; default: the workload's model")] = None,
     workers: Workers = None,
+    heartbeat: Annotated[int, typer.Option(
+        help="seconds between a running trial's heartbeats in the storage; a trial silent "
+        "for 4 of them (its worker died) is failed and run again by another")] = 30,
     debug: Debug = False,
 ) -> None:
     """Tune an engine on a workload: search, re-measure, report the tuning delta."""
@@ -160,11 +163,58 @@ def tune(
             remeasure_repeats=repeats,
             enqueue=parse_enqueue(enqueue) + warm_start_configs(warm_start, engine or ""),
             device=device, parallel=parallel,
-            startup_timeout_s=startup_timeout, served_name=served_name, workers=workers),
-            "options")
+            startup_timeout_s=startup_timeout, served_name=served_name, workers=workers,
+            heartbeat_s=heartbeat), "options")
         tune_command(cfg, settings, out_console, err)
 
     run_cli(go, debug)
+
+
+Study = Annotated[str, typer.Option("--study", help="the study's name in the storage")]
+Storage = Annotated[str, typer.Option(
+    help="the study's Optuna storage URL, e.g. postgresql://user:pw@db:5432/tuner")]
+
+
+@app.command()
+def worker(
+    study: Study,
+    storage: Storage,
+    launcher: Annotated[str, typer.Option(help="process or docker (this host's)")] = "process",
+    parallel: Annotated[int, typer.Option(
+        help="trials at once on this host's GPUs, each on its own devices")] = 1,
+    out: Annotated[Path, typer.Option(help="this host's output folder (engine logs, "
+                                      "records)")] = Path("tune-runs"),
+    tracking_uri: Annotated[str | None, typer.Option(
+        help="MLflow tracking URI; default: the study's")] = None,
+    image: Annotated[str | None, typer.Option(help="container image (docker)")] = None,
+    image_tag: Annotated[str | None, typer.Option(help="engine image tag (docker)")] = None,
+    network: Annotated[str, typer.Option(
+        help="docker networking: host or publish")] = "host",
+    workers: Workers = None,
+    debug: Debug = False,
+) -> None:
+    """Join a study from another host: take its trials until its budget is spent."""
+    settings = start(debug)
+
+    def go() -> None:
+        from tuner.commands.worker import worker_command
+
+        worker_command(study, storage, out=out, launcher=launcher, parallel=parallel,
+                       tracking_uri=tracking_uri or settings.tracking_uri,
+                       host={"image": image, "image_tag": image_tag, "network": network,
+                             "workers": check_workers(workers)},
+                       settings=settings, console=out_console, progress_console=err)
+
+    run_cli(go, debug)
+
+
+@app.command()
+def status(study: Study, storage: Storage, debug: Debug = False) -> None:
+    """A study's trials (done, running where, failed), its best so far and the time left."""
+    from tuner.commands.status import status_command
+
+    start(debug)
+    run_cli(lambda: status_command(study, storage, out_console), debug)
 
 
 @app.command()

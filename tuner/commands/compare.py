@@ -152,7 +152,7 @@ def compare_command(engines: list[str], workload: Path, models: dict[str, str], 
                             f"{prep.engine_version}")
             ctx = prep.context(progress)
             state = StudyProgress()
-            run_search(prep.cfg, ctx, prep.tracker, state)
+            run_search(prep.cfg, ctx, prep.tracker, state, start_tracking=prep.start_tracking)
             found = defaults_trial(state.results)
             defaults = found if found is not None and found.feasible else None
             best = cheapest(state.results)

@@ -70,6 +70,7 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
                     progress_console: Console) -> MeasureReport:
     t0 = time.monotonic()
     prep = prepare(cfg, settings)
+    prep.start_tracking()
     unknown = sorted(set(config) - set(prep.spec.knobs))
     if unknown:
         raise ConfigError(f"{prep.spec.name} has no knob {unknown[0]!r}; the knobs are in "

@@ -56,6 +56,12 @@ class Prepared:
     engine_version: str
     settings: Settings
     removed: list[str]
+    tracking_params: dict[str, str]
+
+    def start_tracking(self, parent_id: str | None = None) -> str:
+        """The study's MLflow parent run (the stored one when given); its id."""
+        return self.tracker.start_study(self.cfg.name, tags={"tuner.engine": self.spec.name},
+                                        params=self.tracking_params, parent_id=parent_id)
 
     def context(self, progress: Progress) -> TrialContext:
         hw, settings, cfg = self.hardware, self.settings, self.cfg
@@ -126,14 +132,15 @@ def prepare(cfg: StudyConfig, settings: Settings) -> Prepared:
     tracker = MlflowTracker(cfg.tracking, local_artifacts(cfg.tracking))
     served = cfg.served_name or workload.model
     eng_version = engine_version(spec)
-    tracker.start_study(cfg.name, tags={"tuner.engine": spec.name}, params={
+    params = {
         "engine": spec.name, "engine_version": eng_version, "model": cfg.model,
         "served_name": served, "workload": str(cfg.workload),
         "workload_sha256": workload_sha256(cfg.workload) or "", "hardware": hw.describe(),
         "hardware_json": hw.model_dump_json(), "tuner_version": __version__,
         "launcher": cfg.launcher, "image": image, "seed": str(cfg.seed),
         "parallel": str(cfg.parallel), "slo": workload.slo.model_dump_json(),
-        "usd_per_hour": str(workload.cost.usd_per_hour)})
+        "usd_per_hour": str(workload.cost.usd_per_hour)}
     return Prepared(cfg=cfg, workload=workload, spec=spec, space=space, hardware=hw,
                     model=model, launcher=launcher, tracker=tracker, served_name=served,
-                    engine_version=eng_version, settings=settings, removed=removed)
+                    engine_version=eng_version, settings=settings, removed=removed,
+                    tracking_params=params)

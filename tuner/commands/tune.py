@@ -53,13 +53,13 @@ def tune_command(cfg: StudyConfig, settings: Settings, console: Console,
         progress.status("study", f"{cfg.name}: {spec.display_name} {eng_version} on "
                         f"{hw.describe()}")
         ctx = prep.context(progress)
-        study = run_search(cfg, ctx, tracker, state)
+        study = run_search(cfg, ctx, tracker, state, start_tracking=prep.start_tracking)
         rm: RemeasureOutcome | None = None
         if cfg.remeasure_top > 0:
             rm = remeasure(ctx, state.results, top=cfg.remeasure_top,
                            repeats=cfg.remeasure_repeats, seed=cfg.seed)
     wall = time.monotonic() - t_start
-    launched = state.results
+    launched = state.own  # the time split is this process's; other workers' are their own
     startup = sum(r.timing.startup_s for r in launched) + (rm.timing.startup_s if rm else 0)
     measure = sum(r.timing.measure_s for r in launched) + (rm.timing.measure_s if rm else 0)
     teardown = sum(r.timing.teardown_s for r in launched) + (rm.timing.teardown_s if rm else 0)

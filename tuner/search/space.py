@@ -179,11 +179,17 @@ def _holds(condition: str | None, names: dict[str, Any]) -> bool:
         return False  # a condition over a knob the engine decides (None) does not hold
 
 
-def load_search_space(path_or_engine: str | Path, root: Path | None = None) -> SearchSpace:
+def space_file(path_or_engine: str | Path, root: Path | None = None) -> Path:
+    """The search space's file: ``path_or_engine`` itself, or the engine's shipped space."""
     path = Path(path_or_engine)
     if not path.suffix:
         path = (root or specs_root()) / "search_spaces" / f"{path_or_engine}.yaml"
         if not path.is_file():
             raise ConfigError(f"no search space for engine {str(path_or_engine)!r}; give "
                               f"--search-space FILE or add {path}")
+    return path
+
+
+def load_search_space(path_or_engine: str | Path, root: Path | None = None) -> SearchSpace:
+    path = space_file(path_or_engine, root)
     return validate(SearchSpace, load_yaml(path), str(path))

@@ -1,10 +1,16 @@
-"""The study loop: Optuna asks, a trial runs, Optuna is told; resumable from its storage.
+"""The study loop: Optuna asks, a trial runs, Optuna is told; any number of processes, on any
+number of hosts, may run it on one study.
 
-Trial 0 is always the engine's defaults (so every study states its tuning delta).
-Configurations rejected by a rule are told as infeasible without a launch and do
-not count toward ``--trials`` (at most ``4 x trials`` of them are tried). Stale
-RUNNING trials of a killed run are marked FAIL when the study resumes; finished
-trials are kept, with their results in ``trials/trial-NNN.json``.
+The study lives in its Optuna storage (:mod:`tuner.search.shared_study`): created once, with
+its record, its defaults trial (trial 0 of the study: always the engine's defaults, so every
+study states its tuning delta) and the configurations to try first; joined by the others. The
+budget is the study's, counted from the storage (:mod:`tuner.search.ledger`): a process takes
+trials until every start the budget allows is finished or running somewhere, waits while other
+workers' trials might still come back (a dead worker's trial is failed by its heartbeat and
+queued again once), and returns when the budget is spent. Configurations rejected by a rule
+are told as infeasible without a launch and do not count toward ``--trials`` (at most
+``4 x trials`` of them are tried). Each process keeps its own trials' full results in
+``trials/trial-NNN.json``; the storage keeps every trial's result without its steps.
 """
 
 from __future__ import annotations
@@ -12,19 +18,47 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import optuna
+from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState
 
-from tuner.errors import StudyError
+from tuner.errors import ConfigError
 from tuner.metrics.cost import money
+from tuner.search.ledger import (
+    REJECTED,
+    RESULT,
+    STARTS,
+    WORKER,
+    incumbent,
+    ledger,
+    result_attr,
+    starts_of,
+    stored_result,
+)
 from tuner.search.outcome import TrialResult, ranked
 from tuner.search.samplers import make_sampler
+from tuner.search.shared_study import (
+    adopt,
+    beating,
+    claim,
+    fail_stale,
+    give_back,
+    joiner_seed,
+    publish,
+    requeue,
+    storage_for,
+    wait_record,
+    worker_id,
+)
 from tuner.search.study_config import StudyConfig
+from tuner.search.study_record import StudyRecord, record_of
 from tuner.search.tracker import Tracker
 from tuner.search.trial import TrialContext, constraint_values, run_trial
 
@@ -32,11 +66,20 @@ log = logging.getLogger(__name__)
 
 FAILED_COST = 1e6
 """Objective value told for infeasible trials (their constraints say why)."""
+POLL_S = 5.0
+"""While the last trials run elsewhere, how often a waiting worker looks at the storage."""
+
+StartTracking = Callable[[str | None], str]
+"""Starts the tracker's study record: given the study's stored parent run id (None: make
+one), returns the parent run id."""
 
 
 @dataclass
 class StudyProgress:
     results: list[TrialResult] = field(default_factory=list)
+    """The study's finished trials (every worker's, once the search returns)."""
+    own: list[TrialResult] = field(default_factory=list)
+    """The trials this process ran."""
     tuner_start: float = field(default_factory=time.monotonic)
 
     @property
@@ -44,15 +87,57 @@ class StudyProgress:
         return ranked(self.results)
 
 
-def open_study(cfg: StudyConfig) -> optuna.Study:
+@dataclass(frozen=True)
+class SharedStudy:
+    study: optuna.Study
+    record: StudyRecord
+    created: bool
+
+
+def _check_same(cfg: StudyConfig, record: StudyRecord) -> None:
+    """``tune`` joining an existing study must describe the same study."""
+    ours = (cfg.engine, cfg.model, cfg.workload.read_text())
+    if ours != (record.engine, record.model, record.workload_yaml):
+        raise ConfigError(
+            f"--study-name {cfg.name}: the storage holds a study of that name for engine "
+            f"{record.engine!r}, model {record.model!r} and workload "
+            f"{record.workload_name!r} (as stored); give another --study-name, or join it "
+            f"with: tune worker --study {cfg.name} --storage URL")
+
+
+def open_shared(cfg: StudyConfig, ctx: TrialContext, *, create: bool = True,
+                start_tracking: StartTracking | None = None) -> SharedStudy:
+    """Create the study (when ``create``) or join it; see the module's docstring."""
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = make_sampler(cfg.sampler, seed=cfg.seed, trials=cfg.trials)
-    try:
-        return optuna.create_study(study_name=cfg.name, storage=cfg.storage_url,
-                                   direction="minimize", sampler=sampler, load_if_exists=True)
-    except Exception as exc:  # SQLAlchemy and storage errors have no common base we can name
-        raise StudyError(f"cannot open study storage {cfg.storage_url}: {exc}") from exc
+    storage = storage_for(cfg.storage_url, cfg.heartbeat_s)
+    study, created = claim(cfg.name, storage, cfg.sampler, cfg.seed, cfg.trials,
+                           create=create)
+    defaults = ctx.space.legal_defaults(ctx.defaults_config())
+    if created:
+        record = record_of(cfg, start_tracking(None) if start_tracking else None)
+        publish(study, record, defaults, cfg.enqueue)
+        return SharedStudy(study, record, True)
+    found = wait_record(study)
+    if found is None:
+        if not create:
+            raise ConfigError(
+                f"--study {cfg.name}: this study was not made by tune (it has no stored "
+                "configuration); join only studies that tune --engine ... --storage URL made")
+        log.info("study %s has no stored configuration (an earlier tuner made it); adopting "
+                 "it", cfg.name)
+        record = record_of(cfg, start_tracking(None) if start_tracking else None)
+        adopt(study, record, defaults, cfg.enqueue)
+        return SharedStudy(study, record, True)
+    if create:
+        _check_same(cfg, found)
+    if found.heartbeat_s != cfg.heartbeat_s:  # the study's heartbeat is everyone's
+        study = optuna.load_study(study_name=cfg.name,
+                                  storage=storage_for(cfg.storage_url, found.heartbeat_s))
+    study.sampler = make_sampler(found.sampler, seed=joiner_seed(found.seed),
+                                 trials=found.trials)
+    if start_tracking is not None:
+        start_tracking(found.mlflow_parent_run_id)
+    return SharedStudy(study, found, False)
 
 
 def _results_dir(cfg: StudyConfig) -> Path:
@@ -62,131 +147,163 @@ def _results_dir(cfg: StudyConfig) -> Path:
 
 
 def load_results(cfg: StudyConfig, study: optuna.Study) -> list[TrialResult]:
-    """Results of the finished trials of earlier runs of this study."""
+    """Results of the study's finished trials, every worker's: this host's own in full (its
+    ``trials/`` folder), the others' as the storage keeps them."""
     out = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         path = _results_dir(cfg) / f"trial-{t.number:03d}.json"
         if path.is_file():
             out.append(TrialResult.model_validate_json(path.read_text()))
+        elif (stored := stored_result(t)) is not None:
+            out.append(stored)
     return out
 
 
-def recover(study: optuna.Study) -> int:
-    """Mark trials left RUNNING by a killed run as FAIL; return how many."""
-    stale = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-    for t in stale:
-        study.tell(t.number, state=TrialState.FAIL)
-    return len(stale)
-
-
-def enqueue_first(study: optuna.Study, defaults: dict[str, object],
-                  extra: list[dict[str, object]]) -> None:
-    trials = study.get_trials(deepcopy=False)
-    has_defaults = any(t.user_attrs.get("defaults") and t.state in (
-        TrialState.COMPLETE, TrialState.WAITING) for t in trials)
-    if not has_defaults:
-        study.enqueue_trial(defaults, user_attrs={"defaults": True})
-    for config in extra:
-        study.enqueue_trial(config, user_attrs={"enqueued": config}, skip_if_exists=True)
-
-
-def run_search(cfg: StudyConfig, ctx: TrialContext, tracker: Tracker,
-               state: StudyProgress) -> optuna.Study:
-    study = open_study(cfg)
-    stale = recover(study)
-    if stale:
-        log.info("marked %d trial(s) of an interrupted run as failed", stale)
+def run_search(cfg: StudyConfig, ctx: TrialContext, tracker: Tracker, state: StudyProgress,
+               *, create: bool = True, start_tracking: StartTracking | None = None
+               ) -> optuna.Study:
+    """Take trials of the study until its budget is spent; ``state.results`` ends with every
+    finished trial of the study (all workers')."""
+    shared = open_shared(cfg, ctx, create=create, start_tracking=start_tracking)
+    study = shared.study
     state.results = load_results(cfg, study)
-    enqueue_first(study, ctx.space.legal_defaults(ctx.defaults_config()), cfg.enqueue)
-    search = _Search(cfg, ctx, tracker, state, study)
-    if cfg.parallel <= 1:
-        search.worker(0)
-        return study
-    with ThreadPoolExecutor(max_workers=cfg.parallel, thread_name_prefix="trial") as pool:
-        futures = [pool.submit(search.worker, i) for i in range(cfg.parallel)]
+    search = _Search(cfg, ctx, tracker, state, study, shared.record)
+    try:
+        if cfg.parallel <= 1:
+            search.worker(0)
+        else:
+            _run_parallel(search, cfg.parallel)
+    finally:
+        state.results = load_results(cfg, study)
+    return study
+
+
+def _run_parallel(search: _Search, parallel: int) -> None:
+    with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="trial") as pool:
+        futures = [pool.submit(search.worker, i) for i in range(parallel)]
         try:
             for future in futures:
                 future.result()
         except BaseException:
-            search.stopping.set()
-            ctx.stop_all()  # wakes every worker: their engines are gone
+            search.stop()
+            search.ctx.stop_all()  # wakes every worker: their engines are gone
             wait(futures, timeout=120)
             raise
-    return study
 
 
 class _Search:
-    """Ask, run, tell; shared by the workers of a parallel study (ask/tell under a lock)."""
+    """Ask, run, tell; shared by the threads of a parallel study (ask/tell under a lock), and
+    by every process on the study through its storage."""
 
     def __init__(self, cfg: StudyConfig, ctx: TrialContext, tracker: Tracker,
-                 state: StudyProgress, study: optuna.Study) -> None:
+                 state: StudyProgress, study: optuna.Study, record: StudyRecord) -> None:
         self.cfg, self.ctx, self.tracker, self.state, self.study = cfg, ctx, tracker, state, study
-        self.deadline = (None if cfg.time_budget_s is None
-                         else time.monotonic() + cfg.time_budget_s)
-        self.rejected = 0
-        self.running = 0
+        self.record = record
+        self.trials = record.trials
+        self.deadline = record.deadline
+        self.beat_s = float(record.heartbeat_s)
+        self.poll_s = min(self.beat_s, POLL_S)
+        self.worker_id = worker_id()
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)  # a trial of this process ended
         self.stopping = threading.Event()
 
-    def launched(self) -> int:
-        return sum(r.starts for r in self.state.results if not r.rejected_before_launch)
-
     def _next(self) -> tuple[optuna.Trial, dict[str, Any], bool] | None:
+        """The next trial this process runs; None when the study's budget is spent (or the
+        time budget is), or this process is stopping. While every start the budget allows is
+        taken by running trials, it waits: a worker that dies gives its trial back."""
+        while not self.stopping.is_set():
+            with self.lock:
+                fail_stale(self.study)
+                led = ledger(self.study)
+                if led.spent(self.trials):
+                    return None
+                if self.deadline is not None and time.time() >= self.deadline:
+                    self.ctx.progress.note("time budget spent; no new trials")
+                    return None
+                if not led.taken(self.trials) and (job := self._ask()) is not None:
+                    return job
+                self.ctx.progress.status("trial", "waiting for the last running trials")
+                self.changed.wait(self.poll_s)
+        return None
+
+    def stop(self) -> None:
         with self.lock:
-            cfg = self.cfg
-            if (self.stopping.is_set() or self.launched() + self.running >= cfg.trials
-                    or self.rejected >= 4 * cfg.trials):
-                return None
-            if self.deadline is not None and time.monotonic() >= self.deadline:
-                self.ctx.progress.note("time budget spent; no new trials")
-                return None
+            self.stopping.set()
+            self.changed.notify_all()
+
+    def _ask(self) -> tuple[optuna.Trial, dict[str, Any], bool] | None:
+        with warnings.catch_warnings():  # heartbeats are ours to send (Optuna says ask-and-tell
+            warnings.simplefilter("ignore", UserWarning)  # has none): see shared_study.beating
             trial = self.study.ask()
-            is_default = bool(trial.user_attrs.get("defaults"))
-            if is_default:  # Optuna is told only the defaults that are points of the space
-                config = self.ctx.space.tell_defaults(trial, self.ctx.defaults_config())
-            else:
-                config = self.ctx.space.sample(trial)
-                # Enqueued knobs outside the search space still go to the engine.
-                config.update({k: v for k, v in trial.user_attrs.get("enqueued", {}).items()
-                               if k not in config and k in self.ctx.spec.knobs})
-            self.running += 1
-            self.ctx.progress.status(
-                "trial", f"{self.launched() + self.running} of {cfg.trials} (optuna "
-                f"#{trial.number})" + (", engine defaults" if is_default else ""))
-            return trial, config, is_default
+        trial.set_user_attr(WORKER, self.worker_id)
+        if self._excess(trial):  # another process took the last start a moment before
+            give_back(self.study, trial)
+            return None
+        is_default = bool(trial.user_attrs.get("defaults"))
+        if is_default:  # Optuna is told only the defaults that are points of the space
+            config = self.ctx.space.tell_defaults(trial, self.ctx.defaults_config())
+        else:
+            config = self.ctx.space.sample(trial)
+            # Enqueued knobs outside the search space still go to the engine.
+            config.update({k: v for k, v in trial.user_attrs.get("enqueued", {}).items()
+                           if k not in config and k in self.ctx.spec.knobs})
+        led = ledger(self.study)
+        self.ctx.progress.status(
+            "trial", f"{min(led.launched + led.running, self.trials)} of {self.trials} "
+            f"(optuna #{trial.number})" + (", engine defaults" if is_default else ""))
+        return trial, config, is_default
+
+    def _excess(self, trial: optuna.Trial) -> bool:
+        """Trial numbers are handed out in order by the storage, so of several processes that
+        asked at once, those whose trial would pass the budget counting the lower-numbered
+        running trials give theirs back."""
+        before = [t for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+                  if t.number < trial.number]
+        return ledger(self.study).launched + sum(map(starts_of, before)) + 1 > self.trials
 
     def worker(self, index: int) -> None:
         while (job := self._next()) is not None:
             trial, config, is_default = job
-            try:
-                result = run_trial(self.ctx, trial.number, config, defaults=is_default)
-                if self._challenges(result):
-                    try:
+            with beating(self.study, trial, self.beat_s):
+                try:
+                    result = run_trial(self.ctx, trial.number, config, defaults=is_default)
+                    if self._challenges(trial, result):
                         result = self._confirm(result, config)
-                    finally:
-                        with self.lock:
-                            self.running -= 1
-            except BaseException:
+                    if self.stopping.is_set():  # its engine was stopped under it
+                        raise KeyboardInterrupt("stopping")
+                except BaseException:
+                    with self.lock:
+                        self._give_up(trial)
+                        self.changed.notify_all()
+                    raise
                 with self.lock:
-                    self.running -= 1
-                    self.study.tell(trial, state=TrialState.FAIL)
-                raise
-            with self.lock:
-                self.running -= 1
-                self._tell(trial, result)
+                    self._tell(trial, result)
+                    self.changed.notify_all()
 
-    def _challenges(self, result: TrialResult) -> bool:
-        """With intensification: ``result`` beats the incumbent and the budget allows another
-        start (which is then reserved)."""
+    def _give_up(self, trial: optuna.Trial) -> None:
+        """An interrupted trial is failed and queued again, for any worker to take."""
+        try:
+            self.study.tell(trial, state=TrialState.FAIL)
+        except UpdateFinishedTrialError:
+            return  # failed meanwhile as stale: the heartbeat's retry has queued it
+        frozen = next(t for t in self.study.get_trials(deepcopy=False)
+                      if t.number == trial.number)
+        requeue(self.study, frozen)
+
+    def _challenges(self, trial: optuna.Trial, result: TrialResult) -> bool:
+        """With intensification: ``result`` beats the study's incumbent and the budget allows
+        another start (which is then reserved on the trial)."""
         with self.lock:
-            best = self.state.feasible[:1]
-            if not (self.cfg.intensify and result.feasible and result.cost_per_m_output_tokens
-                    is not None and (not best or result.cost_per_m_output_tokens
-                                     < (best[0].cost_per_m_output_tokens or float("inf")))):
+            best = incumbent(self.study)
+            cost = result.cost_per_m_output_tokens
+            if not (self.cfg.intensify and result.feasible and cost is not None
+                    and (best is None or cost < best)):
                 return False
-            if self.launched() + self.running + 1 > self.cfg.trials:
+            led = ledger(self.study)
+            if led.launched + led.running + 1 > self.trials:
                 return False
-            self.running += 1
+            trial.set_user_attr(STARTS, 2)
             return True
 
     def _confirm(self, first: TrialResult, config: dict[str, Any]) -> TrialResult:
@@ -209,18 +326,28 @@ class _Search:
 
     def _tell(self, trial: optuna.Trial, result: TrialResult) -> None:
         slo = self.ctx.workload.slo
-        self.rejected += result.rejected_before_launch
         (_results_dir(self.cfg) / f"trial-{trial.number:03d}.json").write_text(
             result.model_dump_json(indent=2))
-        for key, value in constraint_values(result, slo.ttft_p95_ms, slo.itl_p95_ms,
-                                            slo.max_error_rate).items():
-            trial.set_constraint(key, value)
-        trial.set_user_attr("outcome", result.outcome)
-        trial.set_user_attr("detail", result.detail[:500])
-        trial.set_user_attr("max_load", result.max_load)
-        self.study.tell(trial, result.cost_per_m_output_tokens if result.feasible
-                        else FAILED_COST)
+        try:
+            for key, value in constraint_values(result, slo.ttft_p95_ms, slo.itl_p95_ms,
+                                                slo.max_error_rate).items():
+                trial.set_constraint(key, value)
+            trial.set_user_attr("outcome", result.outcome)
+            trial.set_user_attr("detail", result.detail[:500])
+            trial.set_user_attr("max_load", result.max_load)
+            trial.set_user_attr(STARTS, result.starts)
+            trial.set_user_attr(REJECTED, result.rejected_before_launch)
+            trial.set_user_attr(RESULT, result_attr(result))
+            self.study.tell(trial, result.cost_per_m_output_tokens if result.feasible
+                            else FAILED_COST)
+        except UpdateFinishedTrialError:
+            # Silent past the grace period (a paused host): another worker failed it and its
+            # retry is queued. The result stays on this host only.
+            log.warning("trial %d was failed by its heartbeat meanwhile; its result is kept in "
+                        "%s only", trial.number, _results_dir(self.cfg))
+            return
         self.state.results.append(result)
+        self.state.own.append(result)
         self.tracker.log_trial(result)
         self.ctx.progress.note(result.line())
         best = self.state.feasible[:1]

@@ -44,6 +44,9 @@ class StudyConfig(StrictModel):
     startup_timeout_s: float | None = Field(default=None, gt=0)
     workers: int | None = Field(default=None, ge=1, le=64, description="load-generator "
                                 "processes; default: as the planned token rate needs")
+    heartbeat_s: int = Field(default=30, ge=1, le=3600, description="seconds between a "
+                             "running trial's heartbeats in the storage; a trial silent for "
+                             "GRACE_BEATS of them is failed and retried by another worker")
 
     @field_validator("sampler")
     @classmethod

@@ -1,9 +1,11 @@
 """The tracking seam, owned by the study loop that uses it; adapters live in tuner.tracking.
 
-Contract: ``start_study`` once per process (it finds the study's existing record
-when a study resumes), ``log_trial`` once per finished trial, ``finish_study``
-once at the end. Nothing secret is ever passed in. A tracker must not raise for
-a trial it cannot record after the study started; it logs and goes on.
+Contract: ``start_study`` once per process: given the study's stored parent id it joins that
+record, else it finds the study's existing record (a resumed study) or makes one, and returns
+its id; ``log_trial`` once per finished trial (from any number of processes on one study);
+``finish_study`` once at the end, by the process that writes the study's summary. Nothing
+secret is ever passed in. A tracker must not raise for a trial it cannot record after the
+study started; it logs and goes on.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from tuner.search.outcome import TrialResult
 
 
 class Tracker(Protocol):
-    def start_study(self, name: str, tags: dict[str, str], params: dict[str, str]) -> None: ...
+    def start_study(self, name: str, tags: dict[str, str], params: dict[str, str],
+                    parent_id: str | None = None) -> str: ...
 
     def log_trial(self, result: TrialResult) -> None: ...
 
@@ -24,8 +27,9 @@ class Tracker(Protocol):
 
 
 class NullTracker:
-    def start_study(self, name: str, tags: dict[str, str], params: dict[str, str]) -> None:
-        pass
+    def start_study(self, name: str, tags: dict[str, str], params: dict[str, str],
+                    parent_id: str | None = None) -> str:
+        return parent_id or ""
 
     def log_trial(self, result: TrialResult) -> None:
         pass

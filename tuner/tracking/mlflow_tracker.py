@@ -1,7 +1,9 @@
 """Record a study in MLflow: one parent run per study, one nested run per trial.
 
-Uses ``MlflowClient`` with explicit run ids (no global active run). A resumed
-study finds its parent run by the ``tuner.study`` tag and keeps adding to it.
+Uses ``MlflowClient`` with explicit run ids (no global active run). The study's creator makes
+the parent run and the study stores its id; every worker (on any host, against one tracking
+server) nests its trials under that id. A resumed study without a stored id finds its parent
+run by the ``tuner.study`` tag and keeps adding to it.
 With the default local store (SQLite), artifacts go next to it in the run folder.
 """
 
@@ -51,8 +53,13 @@ class MlflowTracker:
         self.experiment_id = ""
         self.parent_id = ""
 
-    def start_study(self, name: str, tags: dict[str, str], params: dict[str, str]) -> None:
+    def start_study(self, name: str, tags: dict[str, str], params: dict[str, str],
+                    parent_id: str | None = None) -> str:
+        """The study's parent run: ``parent_id`` (the one the study stored) when this store
+        has it, else the run tagged with the study's name, else a new one."""
         try:
+            if parent_id and self._join(parent_id):
+                return self.parent_id
             exp = self.client.get_experiment_by_name(name)
             if exp is None:
                 location = self.artifact_dir.resolve().as_uri() if self.artifact_dir else None
@@ -74,6 +81,18 @@ class MlflowTracker:
                                       params=[_param(k, v) for k, v in params.items()])
         except MlflowException as exc:
             raise StudyError(f"MLflow at {self.uri}: {exc.message}") from exc
+        return self.parent_id
+
+    def _join(self, parent_id: str) -> bool:
+        """Nest this worker's trials under the study's parent run, if this store has it."""
+        try:
+            run = self.client.get_run(parent_id)
+        except MlflowException:
+            log.warning("MLflow at %s has no run %s (the study's parent); using the study's "
+                        "run in this store", self.uri, parent_id)
+            return False
+        self.experiment_id, self.parent_id = run.info.experiment_id, parent_id
+        return True
 
     def log_trial(self, result: TrialResult) -> None:
         try:
