@@ -27,6 +27,10 @@ from typing import Any
 import optuna
 from optuna.exceptions import DuplicatedStudyError
 from optuna.storages import BaseStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
+
+# Optuna wraps an RDB storage in a cache; both beat through this base, which Optuna exports
+# under no public name.
+from optuna.storages._heartbeat import BaseHeartbeat
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.errors import ConfigError, StudyError
@@ -56,14 +60,15 @@ def storage_for(url: str, heartbeat_s: int | None) -> BaseStorage:
     created on first use; two processes doing that at once may collide, so it is tried
     again."""
     kwargs: dict[str, Any] = {}
-    if heartbeat_s is not None:
-        kwargs = {"heartbeat_interval": heartbeat_s, "grace_period": GRACE_BEATS * heartbeat_s,
-                  "heartbeat_stale_trial_callback": RetryHeartbeatStaleTrialCallback(
-                      max_retry=1)}
     for attempt in range(3):
         try:
             with warnings.catch_warnings():  # heartbeats are "experimental" since Optuna 2.9
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                if heartbeat_s is not None:
+                    kwargs = {"heartbeat_interval": heartbeat_s,
+                              "grace_period": GRACE_BEATS * heartbeat_s,
+                              "heartbeat_stale_trial_callback":
+                                  RetryHeartbeatStaleTrialCallback(max_retry=1)}
                 return RDBStorage(driver_url(url), engine_kwargs={"pool_pre_ping": True},
                                   **kwargs)
         except Exception as exc:  # SQLAlchemy and driver errors have no common base we name
@@ -171,7 +176,7 @@ class Heartbeat:
         self.thread.start()
 
     def beat(self) -> None:
-        if isinstance(self.storage, RDBStorage):
+        if isinstance(self.storage, BaseHeartbeat):
             try:
                 self.storage.record_heartbeat(self.trial_id)
             except Exception as exc:  # the database is away for a moment; the next beat may do
@@ -207,7 +212,9 @@ def requeue(study: optuna.Study, trial: FrozenTrial) -> None:
     """Put an interrupted trial back in the queue (its parameters, its user attributes): the
     interrupt was not the configuration's fault. It keeps Optuna's retry history, so a trial
     that keeps being lost is retried only so often."""
-    RetryHeartbeatStaleTrialCallback(max_retry=2)(study, trial)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        RetryHeartbeatStaleTrialCallback(max_retry=2)(study, trial)
 
 
 def give_back(study: optuna.Study, trial: optuna.Trial) -> None:
