@@ -116,7 +116,9 @@ def tune(
     remeasure_top: Annotated[int, typer.Option(
         help="best configurations to measure again on fresh starts, with the defaults "
         "(0: no re-measurement)")] = 2,
-    repeats: Annotated[int, typer.Option(help="fresh starts per re-measured config")] = 1,
+    repeats: Annotated[int, typer.Option(
+        help="fresh starts per re-measured config (two or more: the interval then includes "
+        "how much a restart moves the capacity)")] = 2,
     enqueue: Annotated[Path | None, typer.Option(
         help="YAML of configurations (or a list of them) to try first")] = None,
     warm_start: Annotated[Path | None, typer.Option(

@@ -16,6 +16,7 @@ import argparse
 import itertools
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -74,6 +75,9 @@ def main() -> None:
     parser.add_argument("--workload", type=Path, default=HERE / "workload.yaml")
     parser.add_argument("--model", default=str(Path.home() / ".cache/tuner/models/tiny-llama"))
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--shuffle", type=int, default=None, metavar="SEED", help=(
+        "measure the configurations left in a seeded random order, so that a table stopped "
+        "early is a uniform sample of the grid (default: grid order)"))
     args = parser.parse_args()
     grid = yaml.safe_load(args.grid.read_text())
     engine, knobs = grid["engine"], grid["knobs"]
@@ -86,6 +90,11 @@ def main() -> None:
     todo: list[dict[str, Any] | None] = [] if any(r.defaults for r in table.rows) else [None]
     todo += [dict(zip(knobs, values, strict=True)) for values in itertools.product(
         *knobs.values()) if json.dumps(list(values)) not in done]
+    if args.shuffle is not None:  # the defaults (None) stay first
+        first = [c for c in todo if c is None]
+        rest = [c for c in todo if c is not None]
+        random.Random(args.shuffle).shuffle(rest)
+        todo = first + rest
     print(f"{engine}: {len(table.rows)} rows measured, {len(todo)} to go", flush=True)
     for i, config in enumerate(todo):
         t0 = time.monotonic()

@@ -75,7 +75,7 @@ def test_llamacpp_study_end_to_end(gguf_model: Path, tmp_path: Path) -> None:
         [sys.executable, "-m", "tuner", "--engine", "llamacpp",
          "--workload", str(REPO / "tests" / "data" / "workload-llamacpp-ci.yaml"),
          "--model", str(gguf_model), "--trials", "3", "--remeasure-top", "1",
-         "--enqueue", str(REPO / "tests" / "data" / "enqueue-llamacpp.yaml"),
+         "--repeats", "1", "--enqueue", str(REPO / "tests" / "data" / "enqueue-llamacpp.yaml"),
          "--out", str(tmp_path), "--study-name", "llama", "--seed", "1"],
         capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -35,7 +35,7 @@ class StudyConfig(StrictModel):
     sampler: str = Field(default=DEFAULT_SAMPLER, description="the search's sampler: "
                          + ", ".join(SAMPLERS))
     remeasure_top: int = Field(default=2, ge=0, le=20)
-    remeasure_repeats: int = Field(default=1, ge=1, le=20)
+    remeasure_repeats: int = Field(default=2, ge=1, le=20)
     enqueue: list[dict[str, Any]] = Field(default_factory=list,
                                           description="configurations to try first")
     device: Literal["auto", "cpu", "gpu"] = "auto"
