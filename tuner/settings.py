@@ -35,6 +35,10 @@ class Settings(BaseSettings):
         default=Path.home() / ".cache" / "tuner",
         description="compile and model caches shared by trials",
     )
+    fake_engine: str | None = Field(
+        default=None, description="TEST ONLY: 'module:attr' of a factory returning a "
+        "(launcher, measurer) pair used instead of the real ones, so that tests can run many "
+        "tuner processes on one study in seconds (tests/integration/fake_engine.py)")
 
     @property
     def models_dir(self) -> Path:

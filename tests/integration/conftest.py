@@ -1,21 +1,31 @@
-"""A real vLLM (CPU build) on the project's tiny model, started by the project's own launcher."""
+"""Real services for integration tests: a vLLM (CPU build) on the project's tiny model started
+by the project's own launcher, a Docker daemon, a throwaway PostgreSQL server and an MLflow
+tracking server backed by it."""
 
 from __future__ import annotations
 
+import functools
+import glob
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import docker
+import httpx
+import psycopg
 import pytest
 from docker.errors import DockerException
 
 from tuner.engines.spec import load_engine_spec
 from tuner.launch.base import EngineHandle, LaunchRequest
-from tuner.launch.process import ProcessLauncher
+from tuner.launch.process import ProcessLauncher, free_port
 from tuner.launch.readiness import wait_ready
 
 SERVED = "tiny-llama"
@@ -92,3 +102,94 @@ def vllm_study(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> St
          "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}"],
         capture_output=True, text=True, timeout=1500, env=env)
     return Study(done, out, folder / "vllm-workload-ci", folder / "mlflow.db")
+
+
+@dataclass
+class Postgres:
+    port: int
+    user: str
+
+    def url(self, database: str) -> str:
+        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, name: str) -> str:
+        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+
+def _pg_bin(tool: str) -> str:
+    found = shutil.which(tool) or next(iter(sorted(glob.glob(
+        f"/usr/lib/postgresql/*/bin/{tool}"), reverse=True)), None)
+    if found is None:
+        pytest.skip(f"PostgreSQL's {tool} is not installed (.ci/setup installs postgresql)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    """A throwaway PostgreSQL server: its data in a temporary folder, on a free port of
+    127.0.0.1 only, trusting local connections; stopped and removed at the end. As root, the
+    server runs as the unprivileged ``postgres`` user (PostgreSQL refuses to run as root)."""
+    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
+    as_user: list[str] = []
+    folder = Path(tempfile.mkdtemp(prefix="tuner-pg-"))
+    if os.geteuid() == 0:
+        as_user = ["runuser", "-u", "postgres", "--"]
+        shutil.chown(folder, "postgres")
+    data, port = folder / "data", free_port()
+    run = functools.partial(subprocess.run, check=True, capture_output=True, text=True,
+                            timeout=120)
+    try:
+        run([*as_user, initdb, "-D", str(data), "-U", "tuner", "--auth=trust", "-E", "UTF8",
+             "--no-sync"])
+        run([*as_user, pg_ctl, "-D", str(data), "-l", str(folder / "server.log"), "-w", "-o",
+             f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off "
+             "-c max_connections=200", "start"])
+    except subprocess.CalledProcessError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise RuntimeError(f"PostgreSQL did not start: {exc.stderr}") from exc
+    try:
+        yield Postgres(port=port, user="tuner")
+    finally:
+        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"],
+                       capture_output=True, timeout=60)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(postgres: Postgres, tmp_path_factory: pytest.TempPathFactory
+                  ) -> Iterator[str]:
+    """A real ``mlflow server`` backed by the PostgreSQL above, serving (proxying) its
+    artifact store; its URL."""
+    store = postgres.create_database("mlflow").replace("postgresql://",
+                                                       "postgresql+psycopg://")
+    folder = tmp_path_factory.mktemp("mlflow")
+    port = free_port()
+    with (folder / "server.log").open("w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store,
+             "--artifacts-destination", str(folder / "artifacts"), "--serve-artifacts",
+             "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("mlflow server did not start: "
+                                   + (folder / "server.log").read_text()[-2000:])
+            time.sleep(1)
+        yield url
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()

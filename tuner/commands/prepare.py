@@ -6,6 +6,7 @@ one-line ConfigErrors, before any engine starts.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -21,7 +22,7 @@ from tuner.launch.docker import DockerLauncher
 from tuner.launch.gpus import GpuPool
 from tuner.launch.process import ProcessLauncher
 from tuner.loadgen.progress import Progress
-from tuner.search.measurer import HttpMeasurer
+from tuner.search.measurer import HttpMeasurer, Measurer
 from tuner.search.space import SearchSpace, load_search_space
 from tuner.search.study_config import StudyConfig
 from tuner.search.trial import TrialContext
@@ -57,6 +58,7 @@ class Prepared:
     settings: Settings
     removed: list[str]
     tracking_params: dict[str, str]
+    fake_measurer: Measurer | None = None
 
     def start_tracking(self, parent_id: str | None = None) -> str:
         """The study's MLflow parent run (the stored one when given); its id."""
@@ -68,11 +70,10 @@ class Prepared:
         pool = (GpuPool([g.index for g in hw.gpus], settings.cache_dir / "gpu-locks")
                 if hw.gpus else None)
         secret = {"HF_TOKEN": settings.hf_token} if settings.hf_token else {}
-        measurer = HttpMeasurer(spec=self.spec, workload=self.workload,
-                                served_name=self.served_name, tokenizer=Path(self.model.path),
-                                models_dir=settings.models_dir,
-                                startup_timeout_s=cfg.startup_timeout_s, progress=progress,
-                                workers=cfg.workers)
+        measurer = self.fake_measurer or HttpMeasurer(
+            spec=self.spec, workload=self.workload, served_name=self.served_name,
+            tokenizer=Path(self.model.path), models_dir=settings.models_dir,
+            startup_timeout_s=cfg.startup_timeout_s, progress=progress, workers=cfg.workers)
         return TrialContext(spec=self.spec, space=self.space, workload=self.workload,
                             hardware=hw, model=self.model, model_ref=cfg.model,
                             served_name=self.served_name, launcher=self.launcher,
@@ -87,6 +88,21 @@ def local_artifacts(uri: str) -> Path | None:
     if uri.startswith("sqlite:///"):
         return Path(uri.removeprefix("sqlite:///")).parent / "mlartifacts"
     return None
+
+
+def fake_engine(settings: Settings) -> tuple[Launcher, Measurer] | None:
+    """TEST ONLY (``TUNER_FAKE_ENGINE=module:attr``): the launcher and measurer a test's
+    factory makes, in place of the real ones."""
+    if settings.fake_engine is None:
+        return None
+    module, _, attr = settings.fake_engine.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"TUNER_FAKE_ENGINE={settings.fake_engine}: {exc}; give "
+                          "module:attr of a factory (tests only)") from exc
+    launcher, measurer = factory()
+    return launcher, measurer
 
 
 def make_launcher(cfg: StudyConfig, settings: Settings) -> Launcher:
@@ -121,7 +137,8 @@ def prepare(cfg: StudyConfig, settings: Settings) -> Prepared:
     model = load_model_info(cfg.model)
     space = space.for_host(hw, model).for_mode(
         spec, "container" if cfg.launcher == "docker" else "process")
-    launcher = make_launcher(cfg, settings)
+    fake = fake_engine(settings)
+    launcher = fake[0] if fake is not None else make_launcher(cfg, settings)
     image = "none"
     if isinstance(launcher, DockerLauncher):  # a missing image is bad input, before any trial
         found = launcher.ensure_image(launcher.image_for(spec, hw.device))
@@ -143,4 +160,4 @@ def prepare(cfg: StudyConfig, settings: Settings) -> Prepared:
     return Prepared(cfg=cfg, workload=workload, spec=spec, space=space, hardware=hw,
                     model=model, launcher=launcher, tracker=tracker, served_name=served,
                     engine_version=eng_version, settings=settings, removed=removed,
-                    tracking_params=params)
+                    tracking_params=params, fake_measurer=fake[1] if fake else None)

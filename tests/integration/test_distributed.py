@@ -1,0 +1,192 @@
+"""One study, several tuner processes (as if on several hosts: each its own working folder),
+through a real PostgreSQL server and a real MLflow tracking server backed by it.
+
+The engines are the unit tests' fake (``TUNER_FAKE_ENGINE``, tests/integration/fake_engine.py):
+what is proven here is the sharing of the study, not any engine. The study's budget is
+global, the defaults and each enqueued configuration run once, no trial runs twice, every
+trial is a nested run of the study's one MLflow parent; a worker killed mid-trial loses
+nothing: its trial is failed by its heartbeat and run again by another worker."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+from mlflow.tracking import MlflowClient
+from optuna.trial import FrozenTrial, TrialState
+
+from tests.integration.conftest import Postgres
+from tuner.search.ledger import WORKER, rejected
+from tuner.search.shared_study import driver_url
+from tuner.search.study_record import RECORD_ATTR
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data"
+
+
+def env(trial_s: float) -> dict[str, str]:
+    return {**os.environ, "TUNER_FAKE_ENGINE": "tests.integration.fake_engine:make",
+            "TUNER_FAKE_TRIAL_S": str(trial_s), "TUNER_PIN_CORES": "0",
+            "PYTHONPATH": str(REPO)}
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model folder the fake engine 'serves': only its config is read."""
+    folder = tmp_path_factory.mktemp("model")
+    (folder / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "num_attention_heads": 4,
+        "num_key_value_heads": 2, "max_position_embeddings": 2048, "num_hidden_layers": 2,
+        "hidden_size": 64}))
+    return folder
+
+
+def creator(name: str, storage: str, tracking: str, model: Path, out: Path,
+            trials: int) -> list[str]:
+    return [sys.executable, "-m", "tuner", "--engine", "vllm",
+            "--workload", str(DATA / "workload-ci.yaml"),
+            "--search-space", str(DATA / "space-ci.yaml"), "--enqueue",
+            str(DATA / "enqueue-ci.yaml"), "--model", str(model), "--trials", str(trials),
+            "--remeasure-top", "0", "--storage", storage, "--tracking-uri", tracking,
+            "--study-name", name, "--heartbeat", "1", "--out", str(out)]
+
+
+def worker(name: str, storage: str, out: Path) -> list[str]:
+    return [sys.executable, "-m", "tuner", "worker", "--study", name, "--storage", storage,
+            "--out", str(out)]
+
+
+def start(cmd: list[str], folder: Path, trial_s: float) -> subprocess.Popen[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(cmd, cwd=folder, env=env(trial_s), text=True,
+                            stdout=(folder / "out.txt").open("w"),
+                            stderr=(folder / "err.txt").open("w"))
+
+
+def finish(proc: subprocess.Popen[str], folder: Path, timeout: float = 300) -> None:
+    code = proc.wait(timeout=timeout)
+    assert code == 0, (folder / "err.txt").read_text()[-3000:]
+
+
+def wait_ready(name: str, storage: str, timeout: float = 120) -> optuna.Study:
+    """The study once its creator has published it (workers join only existing studies)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            study = optuna.load_study(study_name=name, storage=driver_url(storage))
+            if study.user_attrs.get("tuner.ready"):
+                return study
+        except KeyError:
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"study {name} was not created within {timeout}s")
+
+
+def launched(study: optuna.Study) -> list[FrozenTrial]:
+    return [t for t in study.get_trials(states=(TrialState.COMPLETE,)) if not rejected(t)]
+
+
+def test_three_workers_share_one_study(postgres: Postgres, mlflow_server: str,
+                                       model_dir: Path, tmp_path: Path) -> None:
+    storage = postgres.create_database("optuna_share")
+    trials = 6
+    first = start(creator("share", storage, mlflow_server, model_dir, tmp_path / "host-a",
+                          trials), tmp_path / "host-a", 1.5)
+    study = wait_ready("share", storage)
+    others = [start(worker("share", storage, tmp_path / f"host-{h}"), tmp_path / f"host-{h}",
+                    1.5) for h in "bc"]
+    finish(first, tmp_path / "host-a")
+    for proc, h in zip(others, "bc", strict=True):
+        finish(proc, tmp_path / f"host-{h}")
+
+    done = launched(study)
+    assert len(done) == trials  # the study's budget, not each worker's
+    assert sum(bool(t.user_attrs.get("defaults")) for t in done) == 1
+    for knobs in json.loads(json.dumps(study.user_attrs[RECORD_ATTR]["enqueue"])):
+        assert sum(t.user_attrs.get("enqueued") == knobs
+                   for t in study.get_trials(states=(TrialState.COMPLETE,))) == 1
+    assert not study.get_trials(states=(TrialState.RUNNING, TrialState.WAITING))
+    assert len({t.user_attrs[WORKER] for t in done}) >= 2, "one worker ran every trial"
+    # each worker ran its own trials: no trial number twice across the hosts' folders
+    numbers = [p.name for h in "abc" for p in (tmp_path / f"host-{h}" / "share" /
+                                               "trials").glob("trial-*.json")]
+    assert len(numbers) == len(set(numbers)) == len(study.get_trials(
+        states=(TrialState.COMPLETE,)))
+
+    client = MlflowClient(tracking_uri=mlflow_server)
+    exp = client.get_experiment_by_name("share")
+    assert exp is not None
+    parents = client.search_runs([exp.experiment_id], "tags.`tuner.role` = 'study'")
+    assert len(parents) == 1
+    assert parents[0].info.run_id == study.user_attrs[RECORD_ATTR]["mlflow_parent_run_id"]
+    runs = client.search_runs([exp.experiment_id], "tags.`tuner.role` = 'trial'")
+    assert {r.data.tags["mlflow.parentRunId"] for r in runs} == {parents[0].info.run_id}
+    logged = [r.data.tags["tuner.trial"] for r in runs]
+    assert sorted(logged) == sorted({str(t.number) for t in study.get_trials(
+        states=(TrialState.COMPLETE,))})
+    # the engine logs of every host are on the tracking server, not only on their disks
+    some = next(r for r in runs if r.data.tags["tuner.trial"] == str(done[-1].number))
+    assert [a.path for a in client.list_artifacts(some.info.run_id, "engine")]
+
+    status = subprocess.run([sys.executable, "-m", "tuner", "status", "--study", "share",
+                             "--storage", storage], capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert f"trials: {trials} of {trials} done, 0 running" in status.stdout
+    assert "best so far: trial" in status.stdout
+
+
+def test_a_killed_worker_loses_nothing(postgres: Postgres, mlflow_server: str,
+                                       model_dir: Path, tmp_path: Path) -> None:
+    storage = postgres.create_database("optuna_kill")
+    trials = 4
+    first = start(creator("kill", storage, mlflow_server, model_dir, tmp_path / "host-a",
+                          trials), tmp_path / "host-a", 4)
+    study = wait_ready("kill", storage)
+    victim = start(worker("kill", storage, tmp_path / "host-b"), tmp_path / "host-b", 4)
+    survivor = start(worker("kill", storage, tmp_path / "host-c"), tmp_path / "host-c", 4)
+
+    def victims_trial() -> FrozenTrial | None:
+        return next((t for t in study.get_trials(states=(TrialState.RUNNING,))
+                     if str(t.user_attrs.get(WORKER, "")).endswith(f":{victim.pid}")), None)
+
+    deadline = time.monotonic() + 120
+    while (lost := victims_trial()) is None:
+        assert victim.poll() is None, (tmp_path / "host-b" / "err.txt").read_text()[-2000:]
+        assert time.monotonic() < deadline, "the victim never took a trial"
+        time.sleep(0.3)
+    time.sleep(1)  # mid-trial
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+
+    finish(first, tmp_path / "host-a")
+    finish(survivor, tmp_path / "host-c")
+    states = {t.number: t for t in study.get_trials()}
+    assert states[lost.number].state == TrialState.FAIL  # failed by its heartbeat
+    retried = [t for t in states.values()
+               if t.system_attrs.get("failed_trial") == lost.number]
+    assert len(retried) == 1
+    assert retried[0].state == TrialState.COMPLETE
+    assert retried[0].params == states[lost.number].params
+    assert retried[0].user_attrs[WORKER] != states[lost.number].user_attrs[WORKER]
+    assert len(launched(study)) == trials  # the promised number of completed trials
+    assert not study.get_trials(states=(TrialState.RUNNING, TrialState.WAITING))
+
+
+def test_joining_a_study_that_does_not_exist_is_bad_input(postgres: Postgres,
+                                                          tmp_path: Path) -> None:
+    storage = postgres.create_database("optuna_empty")
+    done = subprocess.run(worker("nope", storage, tmp_path), capture_output=True, text=True,
+                          timeout=120, env=env(1), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "--study nope: no such study" in lines[0]
