@@ -1,7 +1,7 @@
 """The study loop: Optuna asks, a trial runs, Optuna is told; any number of processes, on any
 number of hosts, may run it on one study.
 
-The study lives in its Optuna storage (:mod:`tuner.search.shared_study`): created once, with
+The study lives in its Optuna storage (:mod:`tuner.search.joining`): created once, with
 its record, its defaults trial (trial 0 of the study: always the engine's defaults, so every
 study states its tuning delta) and the configurations to try first; joined by the others. The
 budget is the study's, counted from the storage (:mod:`tuner.search.ledger`): a process takes
@@ -19,7 +19,6 @@ import logging
 import threading
 import time
 import warnings
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +28,8 @@ import optuna
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState
 
-from tuner.errors import ConfigError
 from tuner.metrics.cost import money
+from tuner.search.joining import StartTracking, open_shared
 from tuner.search.ledger import (
     REJECTED,
     RESULT,
@@ -43,22 +42,9 @@ from tuner.search.ledger import (
     stored_result,
 )
 from tuner.search.outcome import TrialResult, ranked
-from tuner.search.samplers import make_sampler
-from tuner.search.shared_study import (
-    adopt,
-    beating,
-    claim,
-    fail_stale,
-    give_back,
-    joiner_seed,
-    publish,
-    requeue,
-    storage_for,
-    wait_record,
-    worker_id,
-)
+from tuner.search.shared_study import beating, fail_stale, give_back, requeue, worker_id
 from tuner.search.study_config import StudyConfig
-from tuner.search.study_record import StudyRecord, record_of
+from tuner.search.study_record import StudyRecord
 from tuner.search.tracker import Tracker
 from tuner.search.trial import TrialContext, constraint_values, run_trial
 
@@ -68,11 +54,6 @@ FAILED_COST = 1e6
 """Objective value told for infeasible trials (their constraints say why)."""
 POLL_S = 5.0
 """While the last trials run elsewhere, how often a waiting worker looks at the storage."""
-
-StartTracking = Callable[[str | None], str]
-"""Starts the tracker's study record: given the study's stored parent run id (None: make
-one), returns the parent run id."""
-
 
 @dataclass
 class StudyProgress:
@@ -85,59 +66,6 @@ class StudyProgress:
     @property
     def feasible(self) -> list[TrialResult]:
         return ranked(self.results)
-
-
-@dataclass(frozen=True)
-class SharedStudy:
-    study: optuna.Study
-    record: StudyRecord
-    created: bool
-
-
-def _check_same(cfg: StudyConfig, record: StudyRecord) -> None:
-    """``tune`` joining an existing study must describe the same study."""
-    ours = (cfg.engine, cfg.model, cfg.workload.read_text())
-    if ours != (record.engine, record.model, record.workload_yaml):
-        raise ConfigError(
-            f"--study-name {cfg.name}: the storage holds a study of that name for engine "
-            f"{record.engine!r}, model {record.model!r} and workload "
-            f"{record.workload_name!r} (as stored); give another --study-name, or join it "
-            f"with: tune worker --study {cfg.name} --storage URL")
-
-
-def open_shared(cfg: StudyConfig, ctx: TrialContext, *, create: bool = True,
-                start_tracking: StartTracking | None = None) -> SharedStudy:
-    """Create the study (when ``create``) or join it; see the module's docstring."""
-    cfg.run_dir.mkdir(parents=True, exist_ok=True)
-    storage = storage_for(cfg.storage_url, cfg.heartbeat_s)
-    study, created = claim(cfg.name, storage, cfg.sampler, cfg.seed, cfg.trials,
-                           create=create)
-    defaults = ctx.space.legal_defaults(ctx.defaults_config())
-    if created:
-        record = record_of(cfg, start_tracking(None) if start_tracking else None)
-        publish(study, record, defaults, cfg.enqueue)
-        return SharedStudy(study, record, True)
-    found = wait_record(study)
-    if found is None:
-        if not create:
-            raise ConfigError(
-                f"--study {cfg.name}: this study was not made by tune (it has no stored "
-                "configuration); join only studies that tune --engine ... --storage URL made")
-        log.info("study %s has no stored configuration (an earlier tuner made it); adopting "
-                 "it", cfg.name)
-        record = record_of(cfg, start_tracking(None) if start_tracking else None)
-        adopt(study, record, defaults, cfg.enqueue)
-        return SharedStudy(study, record, True)
-    if create:
-        _check_same(cfg, found)
-    if found.heartbeat_s != cfg.heartbeat_s:  # the study's heartbeat is everyone's
-        study = optuna.load_study(study_name=cfg.name,
-                                  storage=storage_for(cfg.storage_url, found.heartbeat_s))
-    study.sampler = make_sampler(found.sampler, seed=joiner_seed(found.seed),
-                                 trials=found.trials)
-    if start_tracking is not None:
-        start_tracking(found.mlflow_parent_run_id)
-    return SharedStudy(study, found, False)
 
 
 def _results_dir(cfg: StudyConfig) -> Path:
@@ -164,17 +92,16 @@ def run_search(cfg: StudyConfig, ctx: TrialContext, tracker: Tracker, state: Stu
                ) -> optuna.Study:
     """Take trials of the study until its budget is spent; ``state.results`` ends with every
     finished trial of the study (all workers')."""
-    shared = open_shared(cfg, ctx, create=create, start_tracking=start_tracking)
+    shared = open_shared(cfg, ctx.space.legal_defaults(ctx.defaults_config()), create=create,
+                         start_tracking=start_tracking)
     study = shared.study
     state.results = load_results(cfg, study)
     search = _Search(cfg, ctx, tracker, state, study, shared.record)
-    try:
-        if cfg.parallel <= 1:
-            search.worker(0)
-        else:
-            _run_parallel(search, cfg.parallel)
-    finally:
-        state.results = load_results(cfg, study)
+    if cfg.parallel <= 1:
+        search.worker(0)
+    else:
+        _run_parallel(search, cfg.parallel)
+    state.results = load_results(cfg, study)
     return study
 
 

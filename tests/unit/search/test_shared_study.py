@@ -21,6 +21,7 @@ from tuner.launch.base import EngineHandle
 from tuner.loadgen.records import RequestRecord
 from tuner.measurement.capacity import CapacityResult
 from tuner.search import shared_study
+from tuner.search.joining import open_shared
 from tuner.search.ledger import WORKER, ledger, rejected
 from tuner.search.shared_study import (
     Heartbeat,
@@ -30,11 +31,12 @@ from tuner.search.shared_study import (
     read_record,
     storage_for,
 )
-from tuner.search.study import StudyProgress, open_shared, run_search
+from tuner.search.study import StudyProgress, run_search
 from tuner.search.study_config import StudyConfig
 from tuner.search.study_record import config_from
 from tuner.search.study_status import study_status
 from tuner.search.tracker import NullTracker
+from tuner.search.trial import TrialContext
 
 
 def config(tmp_path: Path, host: str, db: Path, **over: object) -> StudyConfig:
@@ -42,6 +44,10 @@ def config(tmp_path: Path, host: str, db: Path, **over: object) -> StudyConfig:
         engine="vllm", workload=SMOKE, model="/m", out_dir=tmp_path / host,
         study_name="shared", storage=f"sqlite:///{db}", heartbeat_s=1,
         tracking_uri="http://mlflow.invalid", **over))
+
+
+def defaults(ctx: TrialContext) -> dict[str, object]:
+    return ctx.space.legal_defaults(ctx.defaults_config())
 
 
 class Slow(FakeMeasurer):
@@ -100,7 +106,7 @@ def test_processes_that_create_at_once_make_one_study(tmp_path: Path,
 
     def create() -> None:
         barrier.wait()
-        created.append(open_shared(cfg, make_ctx()).created)
+        created.append(open_shared(cfg, defaults(make_ctx())).created)
 
     threads = [threading.Thread(target=create) for _ in range(4)]
     for t in threads:
@@ -120,7 +126,7 @@ def test_a_dead_workers_trial_is_failed_and_retried_a_live_ones_is_not(
     monkeypatch.setattr(shared_study, "GRACE_BEATS", 1)
     db = tmp_path / "study.db"
     cfg = config(tmp_path, "a", db, trials=3)
-    study = open_shared(cfg, make_ctx()).study
+    study = open_shared(cfg, defaults(make_ctx())).study
     dead = study.ask()  # the defaults, taken by a worker that beats once and dies
     dead.set_user_attr(WORKER, "host-a:1")
     Heartbeat(study, dead, 3600).stop()
@@ -179,7 +185,7 @@ def test_a_trial_asked_past_the_budget_goes_back_untouched(tmp_path: Path,
                                                            make_ctx: MakeContext) -> None:
     db = tmp_path / "study.db"
     study = open_shared(config(tmp_path, "a", db, trials=1,
-                               enqueue=[{"max_batch_size": 32}]), make_ctx()).study
+                               enqueue=[{"max_batch_size": 32}]), defaults(make_ctx())).study
     study.ask()  # the defaults
     extra = study.ask()  # the enqueued configuration, one start too many
     give_back(study, extra)
