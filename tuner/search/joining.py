@@ -56,8 +56,12 @@ def open_shared(cfg: StudyConfig, defaults: dict[str, object], *, create: bool =
     study, created = claim(cfg.name, storage, cfg.sampler, cfg.seed, cfg.trials,
                            create=create)
     if created:
-        record = record_of(cfg, start_tracking(None) if start_tracking else None)
-        publish(study, record, defaults, cfg.enqueue)
+        try:
+            record = record_of(cfg, start_tracking(None) if start_tracking else None)
+            publish(study, record, defaults, cfg.enqueue)
+        except BaseException:  # (an unreachable tracking server) no half-made study is left
+            optuna.delete_study(study_name=cfg.name, storage=storage)
+            raise
         return SharedStudy(study, record, True)
     found = wait_record(study)
     if found is None:

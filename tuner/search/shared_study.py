@@ -150,11 +150,15 @@ def wait_record(study: optuna.Study, timeout_s: float = READY_WAIT_S,
     has trials and no record) or nothing came within ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while True:
-        record = stored_record(study)
-        if record is not None:
-            return record
-        if study.user_attrs.get(RECORD_ATTR) is None and study.get_trials(deepcopy=False):
-            return None  # trials but no record: made by something else (or an older tuner)
+        try:
+            record = stored_record(study)
+            if record is not None:
+                return record
+            if study.user_attrs.get(RECORD_ATTR) is None and study.get_trials(deepcopy=False):
+                return None  # trials but no record: made by something else (an older tuner)
+        except KeyError:
+            raise StudyError(f"study {study.study_name} was removed while it was being "
+                             "created (its creator failed: see its output)") from None
         if time.monotonic() >= deadline:
             return None
         time.sleep(poll_s)
