@@ -92,7 +92,8 @@ def test_sigkill_then_rerun_cleans_up_and_resumes(gguf_model: Path, tmp_path: Pa
     cmd = [sys.executable, "-m", "tuner", "--engine", "llamacpp",
            "--workload", str(REPO / "tests" / "data" / "workload-llamacpp-ci.yaml"),
            "--model", str(gguf_model), "--trials", "2", "--remeasure-top", "0",
-           "--out", str(tmp_path), "--study-name", "resume"]
+           "--out", str(tmp_path), "--study-name", "resume",
+           "--heartbeat", "2"]  # the re-run retries the killed trial after 4 silent beats
     first_trial = tmp_path / "resume" / "trials" / "trial-000.json"
     log = tmp_path / "err.txt"
     with log.open("w") as err:
