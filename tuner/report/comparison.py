@@ -10,12 +10,12 @@ includes 1, no winner is called.
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tuner.metrics.bootstrap import Interval, ratio_interval
 from tuner.report.study_report import saved_text
 from tuner.search.outcome import TrialResult
-from tuner.search.remeasure import MeasuredRun, Remeasured, summarise_candidate
+from tuner.search.remeasure import MeasuredRun, Remeasured, pick_winner, summarise_candidate
 
 
 class TrialPoint(BaseModel):
@@ -46,6 +46,8 @@ class EngineResult(BaseModel):
     tuning_delta: Interval | None
     trials: list[TrialPoint]
     tuned_curve: list[CurvePoint]
+    search_best: Remeasured | None = Field(default=None, description=(
+        "the search's cheapest configuration when, re-measured, it lost to the defaults"))
     note: str = ""
 
 
@@ -93,20 +95,40 @@ def engine_result(engine: str, display: str, version: str, study_dir: str,
             done[trial.number] = summarise_candidate(engine, trial, runs, seed)
         measured[kind], samples[kind] = done[trial.number]
     d, t = measured["defaults"], measured["tuned"]
+    curve_of = picked.get("tuned")
     delta = None
     note = ""
+    held = not_held(d, t) if d is not None and t is not None else []
+    searched = None
+    if d is not None and t is not None and t.trial != d.trial and pick_winner([d, t]) is d:
+        # The search's best lost to the defaults on fresh starts: tuning recommends the
+        # defaults, as a study's own re-measurement does (remeasure.pick_winner).
+        searched, t, samples["tuned"], curve_of = t, d, samples["defaults"], picked["defaults"]
+        note = lost_text(searched, d)
     if d is not None and t is not None and d.cost and t.cost:
         delta = ratio_interval(d.cost.value, samples["defaults"], t.cost.value, samples["tuned"])
     elif t is not None and d is None:
         note = "the defaults met no load within the SLOs"
     elif t is None:
         note = "no configuration met the SLOs"
-    if d is not None and t is not None:
-        note = "; ".join(x for x in (note, *not_held(d, t)) if x)
+    note = "; ".join(x for x in (note, *held) if x)
     return EngineResult(engine=engine, display_name=display, engine_version=version,
                         study_dir=study_dir, defaults=d, tuned=t, tuning_delta=delta,
-                        trials=_points(engine, results),
-                        tuned_curve=_curve(picked.get("tuned")), note=note), samples
+                        trials=_points(engine, results), tuned_curve=_curve(curve_of),
+                        search_best=searched, note=note), samples
+
+
+def lost_text(searched: Remeasured, defaults: Remeasured) -> str:
+    """Why the tuned choice is the defaults although the search found a cheaper one."""
+    if searched.cost is None or defaults.cost is None:
+        return (f"the search's best (trial {searched.trial}) could not be measured on fresh "
+                "starts: the defaults stay")
+    costs = f"${searched.cost.text('{:.4g}')} against ${defaults.cost.text('{:.4g}')}"
+    if searched.cost.value < defaults.cost.value:
+        return (f"the search's best (trial {searched.trial}) was cheaper on fresh starts "
+                f"({costs}) but did not meet the SLOs on all of them: the defaults stay")
+    return (f"the search's best (trial {searched.trial}) cost more than the defaults on fresh "
+            f"starts ({costs}): the defaults stay")
 
 
 NOT_MET = "met the SLOs at no load"
@@ -166,7 +188,8 @@ def comparison_verdict(results: list[EngineResult], deltas: list[EngineDelta]) -
         else:
             parts.append(f"{names[top.best]} and {names[top.other]} overlap ({r.value:.2f}x, "
                          f"{r.low:.2f}-{r.high:.2f}): no winner can be called")
-    unheld = [r.display_name for r in results if NOT_MET in r.note]
+    unheld = [r.display_name for r in results
+              if any(m is not None and m.slo_passed_runs < m.runs for m in (r.defaults, r.tuned))]
     caveat = (f" (but {' and '.join(unheld)} {NOT_MET} on some fresh starts: see the "
               "notes)") if unheld else ""
     if biggest is not None and biggest.tuning_delta is not None and top is not None:

@@ -134,8 +134,34 @@ def test_a_configuration_that_met_the_slos_at_no_load_on_a_fresh_start_is_noted(
                           {"defaults": trial(0, True, 2.5), "tuned": trial(0, True, 2.5)},
                           runs, seed=0)
     assert a.tuned is not None
-    assert a.tuned.capacities == [10.0]
-    assert a.note == "tuned: met the SLOs at no load on 1 of 2 fresh starts (the search found 10)"
+    assert a.tuned.defaults  # the cheaper search best did not hold: the defaults stay
+    assert a.search_best is not None
+    assert a.search_best.capacities == [10.0]
+    assert a.note.startswith("the search's best (trial 3) was cheaper on fresh starts")
+    assert a.note.endswith("; tuned: met the SLOs at no load on 1 of 2 fresh starts (the search "
+                           "found 10)")
     assert b.note == ""
     text = comparison_verdict([a, b], engine_deltas([a, b], {"a": sa, "b": sb}))
+    assert "at no load" not in text  # what is chosen (A's defaults) held on every start
+    held = a.model_copy(update={"defaults": a.defaults.model_copy(update={"slo_passed_runs": 1})
+                                if a.defaults else None})
+    text = comparison_verdict([held, b], engine_deltas([held, b], {"a": sa, "b": sb}))
     assert text.endswith("(but A met the SLOs at no load on some fresh starts: see the notes)")
+
+
+def test_a_search_best_that_loses_to_the_defaults_on_fresh_starts_is_not_the_tuned_choice(
+        tmp_path: Path) -> None:
+    runs = [run(tmp_path, "a", 0, True, 100, r) for r in range(2)]
+    runs += [run(tmp_path, "a", 11, False, 88, r) for r in range(2)]  # cheaper in the search
+    a, samples = engine_result("a", "A", "1", "s", [trial(0, True, 1.0), trial(11, False, 0.9)],
+                               {"defaults": trial(0, True, 1.0), "tuned": trial(11, False, 0.9)},
+                               runs, seed=0)
+    assert a.tuned is not None
+    assert a.tuned.defaults
+    assert a.search_best is not None
+    assert a.search_best.trial == 11
+    assert a.tuning_delta is not None
+    assert a.tuning_delta.value == 1.0
+    assert a.note.startswith("the search's best (trial 11) cost more than the defaults on fresh "
+                             "starts")
+    assert samples["tuned"] is samples["defaults"]
