@@ -32,6 +32,8 @@ from optuna.storages import BaseStorage, RDBStorage, RetryHeartbeatStaleTrialCal
 # under no public name.
 from optuna.storages._heartbeat import BaseHeartbeat
 from optuna.trial import FrozenTrial, TrialState
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from tuner.errors import ConfigError, StudyError
 from tuner.search.samplers import make_sampler
@@ -55,6 +57,14 @@ def driver_url(url: str) -> str:
     return url
 
 
+def shown(url: str) -> str:
+    """``url`` with its password hidden, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
 def storage_for(url: str, heartbeat_s: int | None) -> BaseStorage:
     """The study's RDB storage, with heartbeats when ``heartbeat_s`` is given. Tables are
     created on first use; two processes doing that at once may collide, so it is tried
@@ -73,7 +83,7 @@ def storage_for(url: str, heartbeat_s: int | None) -> BaseStorage:
                                   **kwargs)
         except Exception as exc:  # SQLAlchemy and driver errors have no common base we name
             if attempt == 2:
-                raise StudyError(f"cannot open study storage {url}: {exc}") from exc
+                raise StudyError(f"cannot open study storage {shown(url)}: {exc}") from exc
             time.sleep(1.0 + attempt)
     raise AssertionError("unreachable")
 
