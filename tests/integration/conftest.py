@@ -142,7 +142,7 @@ def postgres() -> Iterator[Postgres]:
                             timeout=120)
     try:
         run([*as_user, initdb, "-D", str(data), "-U", "tuner", "--auth=trust", "-E", "UTF8",
-             "--no-sync"])
+             "--locale=C", "--no-sync"])
         run([*as_user, pg_ctl, "-D", str(data), "-l", str(folder / "server.log"), "-w", "-o",
              f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off "
              "-c max_connections=200", "start"])
