@@ -23,7 +23,7 @@ from tuner.commands.teardown import guarded
 from tuner.errors import ConfigError, StudyError
 from tuner.hardware import running_on
 from tuner.report.comparison import Comparison, comparison_verdict, engine_deltas, engine_result
-from tuner.report.document import html_page, markdown, table
+from tuner.report.document import html_page, markdown, notes, table
 from tuner.report.plots import all_plots
 from tuner.search.outcome import TrialResult, cheapest, defaults_trial
 from tuner.search.remeasure import Candidate, MeasuredRun, measure_interleaved
@@ -174,6 +174,8 @@ def compare_command(engines: list[str], workload: Path, models: dict[str, str], 
     files = write_report(comparison, folder)
     run_id = log_to_mlflow(uri, name, comparison, files, refs)
     console.print(table(comparison))
+    for line in notes(comparison):
+        console.print(line)
     console.print(comparison.verdict)
     console.print(f"report in {folder / 'report.html'} and {folder / 'report.md'}; "
                   f"compare.json; MLflow run {run_id} at {uri} "
@@ -189,6 +191,8 @@ def report_command(folder: Path, console: Console) -> Comparison:
     comparison = build(CompareInputs.model_validate_json(path.read_text()))
     write_report(comparison, folder)
     console.print(table(comparison))
+    for line in notes(comparison):
+        console.print(line)
     console.print(comparison.verdict)
     console.print(f"report rebuilt in {folder}")
     return comparison

@@ -13,20 +13,22 @@ from tuner.report.comparison import Comparison, EngineResult
 from tuner.report.study_report import capacity_text
 
 
-def _money(i: Interval | None, sep: str = " ") -> str:
-    return "-" if i is None else f"${i.value:.4g}{sep}({i.low:.4g}-{i.high:.4g})"
+def _money(i: Interval | None, sep: str = " ", digits: int = 4) -> str:
+    if i is None:
+        return "-"
+    return f"${i.value:.{digits}g}{sep}({i.low:.{digits}g}-{i.high:.{digits}g})"
 
 
 def _ratio(i: Interval | None, sep: str = " ") -> str:
     return "-" if i is None else f"{i.value:.2f}x{sep}({i.low:.2f}-{i.high:.2f})"
 
 
-def rows(c: Comparison, sep: str = " ") -> list[list[str]]:
+def rows(c: Comparison, sep: str = " ", digits: int = 4) -> list[list[str]]:
     """One row per engine; ``sep`` goes between a figure and its interval."""
     out = []
     for e in c.engines:
-        out.append([e.display_name, _money(e.defaults.cost if e.defaults else None, sep),
-                    _money(e.tuned.cost if e.tuned else None, sep),
+        out.append([e.display_name, _money(e.defaults.cost if e.defaults else None, sep, digits),
+                    _money(e.tuned.cost if e.tuned else None, sep, digits),
                     _ratio(e.tuning_delta, sep),
                     capacity_text(e.tuned.capacities) if e.tuned else "-",
                     e.note])
@@ -45,16 +47,19 @@ DELTA_HEAD = ["compared", "best", "other", "engine delta (other/best)", "winner 
 
 
 def table(c: Comparison) -> Table:
+    """The terminal's table, 80 columns wide: each interval under its figure, three digits; the
+    notes go below it (:func:`notes`)."""
     t = Table(title=f"tuning delta vs engine delta on {c.workload}", title_justify="left")
-    body = rows(c, sep="\n")  # each interval under its figure: fits an 80-column terminal
-    noted = any(r[-1] for r in body)
-    for h in HEAD[:-1]:
+    for h in [*HEAD[:-2], "capacity"]:
         t.add_column(h, no_wrap=True)
-    if noted:
-        t.add_column(HEAD[-1])
-    for r in body:
-        t.add_row(*(r if noted else r[:-1]))
+    for r in rows(c, sep="\n", digits=3):
+        t.add_row(*r[:-1])
     return t
+
+
+def notes(c: Comparison) -> list[str]:
+    """One line per engine with a note: what the table cannot say."""
+    return [f"{e.display_name}: {e.note}" for e in c.engines if e.note]
 
 
 def markdown(c: Comparison, plots: dict[str, Path]) -> str:
