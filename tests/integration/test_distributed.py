@@ -158,12 +158,15 @@ def test_a_killed_worker_loses_nothing(postgres: Postgres, mlflow_server: str,
                      if str(t.user_attrs.get(WORKER, "")).endswith(f":{victim.pid}")), None)
 
     deadline = time.monotonic() + 120
-    while (lost := victims_trial()) is None:
+    while True:  # a trial of the victim's still running a second later: a launched one
         assert victim.poll() is None, (tmp_path / "host-b" / "err.txt").read_text()[-2000:]
-        assert time.monotonic() < deadline, "the victim never took a trial"
-        time.sleep(0.3)
-    time.sleep(1)  # mid-trial
-    victim.send_signal(signal.SIGKILL)
+        assert time.monotonic() < deadline, "the victim never ran a trial"
+        seen = victims_trial()
+        time.sleep(1)
+        lost = victims_trial()
+        if seen is not None and lost is not None and lost.number == seen.number:
+            break
+    victim.send_signal(signal.SIGKILL)  # mid-trial
     victim.wait()
     survivor = start(worker("kill", storage, tmp_path / "host-c"), tmp_path / "host-c", 4)
 

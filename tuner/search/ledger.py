@@ -58,8 +58,12 @@ class Ledger:
 
 
 def ledger(study: optuna.Study) -> Ledger:
+    return count(study.get_trials(deepcopy=False))
+
+
+def count(trials: list[FrozenTrial]) -> Ledger:
     launched = running = rejects = waiting = 0
-    for t in study.get_trials(deepcopy=False):
+    for t in trials:
         if t.state == TrialState.COMPLETE:
             if rejected(t):
                 rejects += 1

@@ -35,6 +35,7 @@ from tuner.search.ledger import (
     RESULT,
     STARTS,
     WORKER,
+    count,
     incumbent,
     ledger,
     result_attr,
@@ -164,7 +165,8 @@ class _Search:
             warnings.simplefilter("ignore", UserWarning)  # has none): see shared_study.beating
             trial = self.study.ask()
         trial.set_user_attr(WORKER, self.worker_id)
-        if self._excess(trial):  # another process took the last start a moment before
+        place = self._place(trial)
+        if place > self.trials:  # another process took the last start a moment before
             give_back(self.study, trial)
             return None
         is_default = bool(trial.user_attrs.get("defaults"))
@@ -175,19 +177,18 @@ class _Search:
             # Enqueued knobs outside the search space still go to the engine.
             config.update({k: v for k, v in trial.user_attrs.get("enqueued", {}).items()
                            if k not in config and k in self.ctx.spec.knobs})
-        led = ledger(self.study)
         self.ctx.progress.status(
-            "trial", f"{min(led.launched + led.running, self.trials)} of {self.trials} "
-            f"(optuna #{trial.number})" + (", engine defaults" if is_default else ""))
+            "trial", f"{place} of {self.trials} (optuna #{trial.number})"
+            + (", engine defaults" if is_default else ""))
         return trial, config, is_default
 
-    def _excess(self, trial: optuna.Trial) -> bool:
-        """Trial numbers are handed out in order by the storage, so of several processes that
-        asked at once, those whose trial would pass the budget counting the lower-numbered
-        running trials give theirs back."""
-        before = [t for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-                  if t.number < trial.number]
-        return ledger(self.study).launched + sum(map(starts_of, before)) + 1 > self.trials
+    def _place(self, trial: optuna.Trial) -> int:
+        """The start ``trial`` would be in the study's budget. Trial numbers are handed out in
+        order by the storage, so of several processes that asked at once, the one whose trial
+        would pass the budget counting the lower-numbered running trials gives it back."""
+        trials = self.study.get_trials(deepcopy=False)
+        before = [t for t in trials if t.state == TrialState.RUNNING and t.number < trial.number]
+        return count(trials).launched + sum(map(starts_of, before)) + 1
 
     def worker(self, index: int) -> None:
         while (job := self._next()) is not None:
