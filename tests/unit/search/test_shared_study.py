@@ -21,6 +21,7 @@ from tuner.launch.base import EngineHandle
 from tuner.loadgen.records import RequestRecord
 from tuner.measurement.capacity import CapacityResult
 from tuner.search import shared_study
+from tuner.search import study as study_module
 from tuner.search.joining import open_shared
 from tuner.search.ledger import WORKER, ledger, rejected
 from tuner.search.shared_study import (
@@ -37,6 +38,12 @@ from tuner.search.study_record import config_from
 from tuner.search.study_status import study_status
 from tuner.search.tracker import NullTracker
 from tuner.search.trial import TrialContext
+
+
+@pytest.fixture(autouse=True)
+def quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers waiting for the last trials look at the storage every 0.1 s, not every 1 s."""
+    monkeypatch.setattr(study_module, "POLL_S", 0.1)
 
 
 def config(tmp_path: Path, host: str, db: Path, **over: object) -> StudyConfig:
