@@ -14,6 +14,7 @@ from tuner.measurement.bench_session import open_bench
 from tuner.report.bench_tables import capacity_table, summary_table
 from tuner.settings import Settings
 from tuner.workload.loader import load_workload
+from tuner.workload.plan import plan_notes
 
 
 def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
@@ -21,6 +22,8 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
                   settings: Settings, console: Console, progress_console: Console,
                   workers: int | None = None) -> None:
     workload = load_workload(workload_path)
+    for note in plan_notes(workload):
+        console.print(note)
 
     async def go() -> None:
         with RichProgress(progress_console) as progress:

@@ -11,16 +11,16 @@ so the capacity search can move it without knowing which process it is.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+from pydantic import Field
 
 from tuner.validation import StrictModel
+from tuner.workload.trace import NS, TraceArrivals
 
-NS = 1_000_000_000
+__all__ = ["NS", "ArrivalProcess", "ConcurrencyArrivals", "ConstantArrivals", "GammaArrivals",
+           "PoissonArrivals", "TraceArrivals"]
 
 
 class _OpenLoop(StrictModel):
@@ -160,92 +160,6 @@ class ConcurrencyArrivals(StrictModel):
 
     def with_load(self, load: float) -> ConcurrencyArrivals:
         return self.model_copy(update={"concurrency": max(1, round(load))})
-
-
-class TraceEntry(StrictModel):
-    offset_s: float = Field(ge=0)
-    input_tokens: int = Field(ge=1)
-    output_tokens: int = Field(ge=1)
-
-
-class TraceArrivals(StrictModel):
-    """Replay a JSONL trace: one object per line with ``offset_s`` (or ``timestamp`` in ms, as in
-    the Mooncake traces), ``input_tokens`` (or ``input_length``) and ``output_tokens`` (or
-    ``output_length``). ``speedup`` > 1 compresses time. The path is relative to the workload."""
-
-    process: Literal["trace"] = "trace"
-    file: Path
-    speedup: float = Field(default=1.0, gt=0, le=10_000)
-    _entries: tuple[TraceEntry, ...] = PrivateAttr(default=())
-
-    @field_validator("file")
-    @classmethod
-    def _resolve(cls, value: Path, info: ValidationInfo) -> Path:
-        base = (info.context or {}).get("base_dir")
-        path = value if value.is_absolute() or base is None else Path(base) / value
-        if not path.is_file():
-            raise ValueError(f"trace file {path} does not exist; give a path relative to the "
-                             "workload file")
-        return path
-
-    @model_validator(mode="after")
-    def _load(self) -> TraceArrivals:
-        entries = []
-        for number, line in enumerate(self.file.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)
-                entries.append(TraceEntry(
-                    offset_s=raw["offset_s"] if "offset_s" in raw else raw["timestamp"] / 1000.0,
-                    input_tokens=raw.get("input_tokens", raw.get("input_length")),
-                    output_tokens=raw.get("output_tokens", raw.get("output_length")),
-                ))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(
-                    f"{self.file}:{number}: not a trace entry ({exc}); each line needs offset_s, "
-                    "input_tokens and output_tokens"
-                ) from None
-        if len(entries) < 2:
-            raise ValueError(f"{self.file} needs at least two entries")
-        entries.sort(key=lambda e: e.offset_s)
-        self._entries = tuple(entries)
-        return self
-
-    @property
-    def entries(self) -> tuple[TraceEntry, ...]:
-        return self._entries
-
-    @property
-    def closed_loop(self) -> bool:
-        return False
-
-    @property
-    def unit(self) -> str:
-        """What ``load`` counts."""
-        return "req/s"
-
-    @property
-    def load(self) -> float:
-        span = self._entries[-1].offset_s - self._entries[0].offset_s
-        return (len(self._entries) - 1) / span * self.speedup if span > 0 else float("inf")
-
-    def with_load(self, load: float) -> TraceArrivals:
-        copy = self.model_copy(update={"speedup": self.speedup * load / self.load})
-        copy._entries = self._entries
-        return copy
-
-    def offsets_ns(
-        self, rng: np.random.Generator, count: int | None, duration_s: float | None
-    ) -> np.ndarray:
-        start = self._entries[0].offset_s
-        times = np.array([(e.offset_s - start) / self.speedup for e in self._entries])
-        if duration_s is not None:
-            times = times[times < duration_s]
-        if count is not None:
-            times = times[:count]
-        offsets: np.ndarray = np.rint(times * NS).astype(np.int64)
-        return offsets
 
 
 ArrivalProcess = Annotated[

@@ -17,6 +17,7 @@ import numpy as np
 from tuner.workload.arrivals import NS, TraceArrivals
 from tuner.workload.models import Workload
 from tuner.workload.prompts import PromptSynth
+from tuner.workload.trace import TraceEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,28 @@ class RequestFactory:
         rng = np.random.default_rng([self.workload.seed, 2, group])
         return self.synth.words(rng, prefix.tokens)
 
+    @lru_cache(maxsize=8192)  # noqa: B019 - one factory per run; the cache dies with it
+    def block_words(self, block: int, epoch: int) -> tuple[str, ...]:
+        """The words of a trace's block ``block`` (one token each): equal ids, equal blocks."""
+        trace = self.workload.arrival
+        assert isinstance(trace, TraceArrivals)
+        rng = np.random.default_rng([self.workload.seed, 3, epoch, block])
+        return self.synth.word_list(rng, trace.scaled_block_tokens)
+
+    def _trace_blocks(self, entry: TraceEntry, epoch: int, room: int) -> str:
+        """The text of ``entry``'s prompt blocks, at most ``room`` tokens of them."""
+        trace = self.workload.arrival
+        assert isinstance(trace, TraceArrivals)
+        parts = []
+        for block, held in zip(entry.hash_ids, trace.layout(entry).block_lengths(),
+                               strict=False):
+            take = min(held, room)
+            if take <= 0:
+                break
+            parts.append("".join(self.block_words(block, epoch)[:take]))
+            room -= take
+        return "".join(parts)
+
     def _make(self, index: int, epoch: int = 0) -> PlannedRequest:
         """Request ``index`` of ``epoch``; epochs give fresh prompts (same distribution) so that
         repeated steps on one server do not hit each other's prefix cache."""
@@ -70,8 +93,12 @@ class RequestFactory:
         if w.prefix is not None and rng.random() < w.prefix.share:
             group = int(rng.integers(0, w.prefix.groups))
             prefix = self.prefix_text(group)
-        floor = self.synth.special_tokens + 1 if self._specials else 1
-        total = max(own, floor) + (w.prefix.tokens if group is not None and w.prefix else 0)
+        specials = self.synth.special_tokens if self._specials else 0
+        own = max(own, specials + 1)
+        total = own + (w.prefix.tokens if group is not None and w.prefix else 0)
+        if self._trace is not None:
+            prefix += self._trace_blocks(self._trace[index % len(self._trace)], epoch,
+                                         own - specials)
         prompt = self.synth.prompt(rng, total, prefix=prefix, specials=self._specials)
         return PlannedRequest(index, name, group, total, out, prompt)
 
@@ -97,3 +124,14 @@ def is_warmup(workload: Workload, index: int, sent_ns: int) -> bool:
     """Warm-up requests are sent but excluded from every figure."""
     warm = workload.warmup
     return index < warm.requests or sent_ns < warm.duration_s * NS
+
+
+def plan_notes(workload: Workload) -> list[str]:
+    """What the plan replays beyond its lengths and rates, one line each (the trace's prefix
+    reuse and the replay's)."""
+    arrival = workload.arrival
+    if not isinstance(arrival, TraceArrivals) or not any(e.hash_ids for e in arrival.entries):
+        return []
+    trace, replayed = arrival.reuse_ratios()
+    return [f"prefix reuse: {trace:.1%} of prompt tokens in the trace, {replayed:.1%} replayed "
+            f"({len(arrival.entries)} requests, blocks of {arrival.scaled_block_tokens} tokens)"]

@@ -45,9 +45,14 @@ class PromptSynth:
 
     def words(self, rng: np.random.Generator, n: int) -> str:
         """``n`` random single-token words, concatenated."""
+        return "".join(self.word_list(rng, n))
+
+    def word_list(self, rng: np.random.Generator, n: int) -> tuple[str, ...]:
+        """``n`` random single-token words; any leading slice of them, joined, has as many
+        tokens as words."""
         if n <= 0:
-            return ""
-        return "".join(self._pool[rng.integers(0, len(self._pool), size=n)])
+            return ()
+        return tuple(self._pool[rng.integers(0, len(self._pool), size=n)])
 
     def prompt(
         self, rng: np.random.Generator, tokens: int, *, prefix: str = "", specials: bool = True
