@@ -27,7 +27,7 @@ from tuner.loadgen.scraper import MetricsScraper, ServerMetrics
 from tuner.loadgen.workers import ClientSpec, WorkerPool, workers_for
 from tuner.workload.arrivals import NS, ConcurrencyArrivals
 from tuner.workload.models import Workload
-from tuner.workload.plan import PlannedRequest, RequestFactory, is_warmup, send_offsets_ns
+from tuner.workload.plan import PlannedRequest, RequestFactory, is_warmup, open_loop_plan
 
 MAX_POOL = 20_000
 SHARD_LEAD_NS = 200_000_000
@@ -130,10 +130,8 @@ class Runner:
                                                duration_s)
             pool = arrival.concurrency
         else:
-            offsets = send_offsets_ns(shaped, duration_s)
-            assert offsets is not None
-            reqs = await asyncio.to_thread(
-                lambda: [self.factory.make(i, epoch) for i in range(len(offsets))])
+            offsets, reqs = await asyncio.to_thread(open_loop_plan, self.factory, shaped,
+                                                    duration_s, epoch)
             planned = sum(1 for i, off in enumerate(offsets) if not is_warmup(w, i, int(off)))
             pool = len(reqs)
             span_s = max(1e-9, float(offsets[-1]) / NS) if len(offsets) else 1.0

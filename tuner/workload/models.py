@@ -17,13 +17,34 @@ from tuner.workload.arrivals import ArrivalProcess, TraceArrivals
 from tuner.workload.lengths import LengthDist
 
 
+class Conversation(StrictModel):
+    """A class whose requests are the turns of conversations (chat, agent loops).
+
+    A session has ``turns`` turns; each turn's prompt is the system prompt (``system_tokens``,
+    the same text for every session of the class), every earlier turn's user message and
+    answer, and the new user message (the class's ``input``); its answer is the class's
+    ``output``. Sessions start by the workload's arrival process; turn k+1 is sent
+    ``think_ms`` after turn k was sent (the schedule is fixed in advance, so give think times
+    longer than a turn takes to serve).
+    """
+
+    turns: LengthDist = Field(description="turns per session")
+    think_ms: LengthDist = Field(description="milliseconds from one turn's send to the next's")
+    system_tokens: int = Field(default=0, ge=0, le=1_000_000, description="a system prompt "
+                               "shared by every session of the class (0: none)")
+
+
 class RequestClass(StrictModel):
     """One kind of request in the mix, with its own input and output lengths."""
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
-    weight: float = Field(gt=0, description="relative share of requests (normalised over classes)")
-    input: LengthDist = Field(description="prompt tokens (excluding any shared prefix)")
+    weight: float = Field(gt=0, description="relative share of requests (normalised over "
+                          "classes; of sessions when a class is a conversation)")
+    input: LengthDist = Field(description="prompt tokens (excluding any shared prefix); of a "
+                              "conversation: each turn's new user message")
     output: LengthDist = Field(description="output tokens")
+    session: Conversation | None = Field(default=None, description="the class is made of "
+                                         "conversations")
 
 
 class SharedPrefixes(StrictModel):
@@ -163,7 +184,19 @@ class Workload(StrictModel):
         names = [c.name for c in self.classes]
         if len(set(names)) != len(names):
             raise ValueError(f"class names must be unique, got {names}")
+        if self.has_sessions and (self.arrival.closed_loop
+                                  or isinstance(self.arrival, TraceArrivals)):
+            raise ValueError("conversations (`classes[].session`) need an open-loop arrival "
+                             "process for their sessions: poisson, gamma or constant")
+        if self.has_sessions and self.prefix is not None:
+            raise ValueError("`prefix` does not combine with conversations; give the shared "
+                             "part as `classes[].session.system_tokens`")
         return self
+
+    @property
+    def has_sessions(self) -> bool:
+        """Whether some class is made of conversations (the plan is then one of sessions)."""
+        return any(c.session is not None for c in self.classes)
 
     def max_request_tokens(self) -> int:
         """The longest request the workload can send: prompt (with prefix) plus output."""
@@ -171,7 +204,7 @@ class Workload(StrictModel):
         if isinstance(self.arrival, TraceArrivals):
             longest = max(e.input_tokens + e.output_tokens for e in self.arrival.entries)
         else:
-            longest = max(c.input.bounds()[1] + c.output.bounds()[1] for c in self.classes)
+            longest = max(_longest(c) for c in self.classes)
         return longest + prefix
 
     @property
@@ -179,3 +212,12 @@ class Workload(StrictModel):
         s = self.slo
         e2e = None if s.e2e_p99_ms is None else int(s.e2e_p99_ms * 1e6)
         return int(s.ttft_p95_ms * 1e6), int(s.itl_p95_ms * 1e6), e2e
+
+
+def _longest(cls: RequestClass) -> int:
+    """The longest request of a class: prompt plus output (of a conversation: its last turn,
+    which carries every earlier turn)."""
+    turn = cls.input.bounds()[1] + cls.output.bounds()[1]
+    if cls.session is None:
+        return turn
+    return cls.session.system_tokens + cls.session.turns.bounds()[1] * turn

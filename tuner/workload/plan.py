@@ -17,6 +17,7 @@ import numpy as np
 from tuner.workload.arrivals import NS, TraceArrivals
 from tuner.workload.models import Workload
 from tuner.workload.prompts import PromptSynth
+from tuner.workload.sessions import Session, Turn, draw_session, history_tokens, schedule_turns
 from tuner.workload.trace import TraceEntry
 
 
@@ -40,8 +41,7 @@ class RequestFactory:
         self.workload = workload
         self.synth = synth
         self._specials = workload.api == "completions"
-        weights = np.array([c.weight for c in workload.classes], dtype=np.float64)
-        self._weights = weights / weights.sum() if len(weights) else weights
+        self._weights = class_weights(workload)
         self._trace = (workload.arrival.entries
                        if isinstance(workload.arrival, TraceArrivals) else None)
         self.make = lru_cache(maxsize=65536)(self._make)
@@ -75,10 +75,40 @@ class RequestFactory:
             room -= take
         return "".join(parts)
 
+    @lru_cache(maxsize=65536)  # noqa: B019 - one factory per run; the cache dies with it
+    def session(self, index: int) -> Session:
+        """Conversation ``index`` (its lengths and think times; the same in every epoch)."""
+        return draw_session(self.workload, self._weights, index)
+
+    @lru_cache(maxsize=4096)  # noqa: B019 - one factory per run; the cache dies with it
+    def _text(self, key: tuple[int, ...], tokens: int) -> str:
+        return self.synth.words(np.random.default_rng([self.workload.seed, *key]), tokens)
+
+    def turn(self, turn: Turn, index: int, epoch: int = 0) -> PlannedRequest:
+        """Request ``index``: turn ``turn.turn`` of session ``turn.session``, whose prompt is
+        the class's system prompt, the earlier turns (message and answer each) and its new
+        message, the same text as every later turn of the session repeats."""
+        session = self.session(turn.session)
+        cls = self.workload.classes[session.class_index]
+        s, k = turn.session, turn.turn
+        parts = []
+        if cls.session is not None and cls.session.system_tokens:
+            parts.append(self._text((6, epoch, session.class_index), cls.session.system_tokens))
+        for j in range(k + 1):
+            parts.append(self._text((5, epoch, s, j, 0), session.user_tokens[j]))
+            if j < k:
+                parts.append(self._text((5, epoch, s, j, 1), session.output_tokens[j]))
+        specials = self.synth.special_tokens if self._specials else 0
+        total = specials + history_tokens(cls, session, k) + session.user_tokens[k]
+        rng = np.random.default_rng([self.workload.seed, 5, epoch, s, k, 2])
+        prompt = self.synth.prompt(rng, total, prefix="".join(parts), specials=self._specials)
+        return PlannedRequest(index, cls.name, None, total, session.output_tokens[k], prompt)
+
     def _make(self, index: int, epoch: int = 0) -> PlannedRequest:
         """Request ``index`` of ``epoch``; epochs give fresh prompts (same distribution) so that
         repeated steps on one server do not hit each other's prefix cache."""
         w = self.workload
+        assert not w.has_sessions, "conversations are planned by open_loop_plan"
         rng = np.random.default_rng([w.seed, 1, epoch, index])
         if self._trace is not None:
             entry = self._trace[index % len(self._trace)]
@@ -103,6 +133,36 @@ class RequestFactory:
         return PlannedRequest(index, name, group, total, out, prompt)
 
 
+def class_weights(workload: Workload) -> np.ndarray:
+    """The classes' shares, summing to one."""
+    weights = np.array([c.weight for c in workload.classes], dtype=np.float64)
+    return weights / weights.sum() if len(weights) else weights
+
+
+def _extent(workload: Workload, duration_s: float | None) -> tuple[int | None, float | None]:
+    """Requests and seconds the run's schedule covers, warm-up included."""
+    stop, warm = workload.stop, workload.warmup
+    count = None if stop.requests is None or duration_s is not None else (
+        stop.requests + warm.requests)
+    duration = duration_s if duration_s is not None else stop.duration_s
+    return count, None if duration is None else duration + warm.duration_s
+
+
+def session_turns(workload: Workload, duration_s: float | None = None) -> list[Turn]:
+    """The turns a run of a conversation workload sends, in send order (see
+    :mod:`tuner.workload.sessions`). Sessions start by the arrival process."""
+    count, duration = _extent(workload, duration_s)
+    rng = np.random.default_rng([workload.seed, 0])
+    starts = workload.arrival.offsets_ns(rng, count, duration)  # type: ignore[union-attr]  # open loop: checked by Workload
+    weights = class_weights(workload)
+    sessions = [draw_session(workload, weights, s) for s in range(len(starts))]
+    turns = schedule_turns(starts, sessions, count,
+                           None if duration is None else int(duration * NS))
+    if duration is None and len(starts):  # sessions that would start later are not drawn
+        turns = [t for t in turns if t.offset_ns <= starts[-1]]
+    return turns
+
+
 def send_offsets_ns(workload: Workload, duration_s: float | None = None) -> np.ndarray | None:
     """Open-loop send offsets for warm-up plus the measured part; None for a closed loop.
 
@@ -111,13 +171,24 @@ def send_offsets_ns(workload: Workload, duration_s: float | None = None) -> np.n
     arrival = workload.arrival
     if arrival.closed_loop:
         return None
+    if workload.has_sessions:
+        return np.array([t.offset_ns for t in session_turns(workload, duration_s)],
+                        dtype=np.int64)
     rng = np.random.default_rng([workload.seed, 0])
-    stop, warm = workload.stop, workload.warmup
-    count = None if stop.requests is None or duration_s is not None else (
-        stop.requests + warm.requests)
-    duration = duration_s if duration_s is not None else stop.duration_s
-    total_duration = None if duration is None else duration + warm.duration_s
+    count, total_duration = _extent(workload, duration_s)
     return arrival.offsets_ns(rng, count, total_duration)  # type: ignore[union-attr]  # closed loop returned above
+
+
+def open_loop_plan(factory: RequestFactory, workload: Workload, duration_s: float | None,
+                   epoch: int) -> tuple[np.ndarray, list[PlannedRequest]]:
+    """An open-loop run's send offsets and its requests (``workload`` at the run's load)."""
+    if workload.has_sessions:
+        turns = session_turns(workload, duration_s)
+        sent = np.array([t.offset_ns for t in turns], dtype=np.int64)
+        return sent, [factory.turn(t, i, epoch) for i, t in enumerate(turns)]
+    offsets = send_offsets_ns(workload, duration_s)
+    assert offsets is not None
+    return offsets, [factory.make(i, epoch) for i in range(len(offsets))]
 
 
 def is_warmup(workload: Workload, index: int, sent_ns: int) -> bool:
