@@ -1,8 +1,7 @@
 """What the host has: CPU cores, memory, NUMA nodes and GPUs, and how a CPU host's cores are
 split between the engine and the load generator.
 
-GPUs are read from ``nvidia-smi --query-gpu`` (CSV); its output is parsed by a
-pure function so the parsing is tested on recorded output.
+GPUs come from ``gpu_inventory`` (NVML, else nvidia-smi), narrowed to those the tuner was given.
 """
 
 from __future__ import annotations
@@ -10,8 +9,6 @@ from __future__ import annotations
 import logging
 import os
 import platform
-import shutil
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -20,17 +17,9 @@ from typing import Literal
 import psutil
 from pydantic import BaseModel
 
+from tuner.gpu_inventory import Gpu, read_gpus, usable
+
 log = logging.getLogger(__name__)
-
-NVIDIA_SMI_QUERY = ["nvidia-smi", "--query-gpu=index,name,memory.total,uuid",
-                    "--format=csv,noheader,nounits"]
-
-
-class Gpu(BaseModel):
-    index: int
-    name: str
-    memory_mib: int
-    uuid: str
 
 
 class Hardware(BaseModel):
@@ -142,18 +131,6 @@ def split_cores(cpus: list[int]) -> tuple[list[int], list[int]]:
     return cpus[:-client], cpus[-client:]
 
 
-def parse_nvidia_smi(text: str) -> list[Gpu]:
-    """Parse ``nvidia-smi --query-gpu=index,name,memory.total,uuid --format=csv,noheader``."""
-    gpus = []
-    for line in text.strip().splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) < 4:
-            continue
-        gpus.append(Gpu(index=int(parts[0]), name=parts[1], memory_mib=int(float(parts[2])),
-                        uuid=parts[3]))
-    return gpus
-
-
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -185,15 +162,10 @@ def _numa_nodes() -> int:
 
 
 def detect_gpus() -> list[Gpu]:
-    if shutil.which("nvidia-smi") is None:
-        return []
-    try:
-        out = subprocess.run(NVIDIA_SMI_QUERY, capture_output=True, text=True, timeout=30,
-                             check=True).stdout
-    except (subprocess.SubprocessError, OSError) as exc:
-        log.warning("nvidia-smi failed (%s); treating the host as CPU-only", exc)
-        return []
-    return parse_nvidia_smi(out)
+    """The GPUs this tuner may use (see ``gpu_inventory.usable``); [] on a host without an
+    NVIDIA driver."""
+    found = read_gpus()
+    return [] if found is None else usable(found, os.environ.get("CUDA_VISIBLE_DEVICES"))
 
 
 def detect(force_device: Literal["cpu", "gpu"] | None = None, *,

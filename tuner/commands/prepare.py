@@ -16,6 +16,7 @@ from tuner import __version__
 from tuner.engines.model_info import ModelInfo, load_model_info
 from tuner.engines.spec import EngineSpec, load_engine_spec
 from tuner.errors import ConfigError
+from tuner.gpu_inventory import busy_now
 from tuner.hardware import Hardware, detect
 from tuner.launch.base import Launcher
 from tuner.launch.docker import DockerLauncher
@@ -67,8 +68,7 @@ class Prepared:
 
     def context(self, progress: Progress) -> TrialContext:
         hw, settings, cfg = self.hardware, self.settings, self.cfg
-        pool = (GpuPool([g.index for g in hw.gpus], settings.cache_dir / "gpu-locks")
-                if hw.gpus else None)
+        pool = GpuPool([g.uuid for g in hw.gpus], busy=busy_now) if hw.gpus else None
         secret = {"HF_TOKEN": settings.hf_token} if settings.hf_token else {}
         measurer = self.fake_measurer or HttpMeasurer(
             spec=self.spec, workload=self.workload, served_name=self.served_name,
@@ -109,7 +109,7 @@ def make_launcher(cfg: StudyConfig, settings: Settings) -> Launcher:
     if cfg.launcher == "docker":
         return DockerLauncher(tag=cfg.image_tag, image=cfg.image, network=cfg.network,
                               settings=settings)
-    return ProcessLauncher()
+    return ProcessLauncher(cache_root=settings.cache_dir)
 
 
 def host_for(cfg: StudyConfig, settings: Settings) -> Hardware:
@@ -135,7 +135,7 @@ def prepare(cfg: StudyConfig, settings: Settings) -> Prepared:
     space.check_against(spec)
     hw = host_for(cfg, settings)
     model = load_model_info(cfg.model)
-    space = space.for_host(hw, model).for_mode(
+    space = space.for_host(hw, model, cfg.parallel).for_mode(
         spec, "container" if cfg.launcher == "docker" else "process")
     fake = fake_engine(settings)
     launcher = fake[0] if fake is not None else make_launcher(cfg, settings)

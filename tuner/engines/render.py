@@ -13,6 +13,9 @@ import yaml
 from tuner.engines.spec import Device, EngineSpec, Knob, Mode
 from tuner.errors import ConfigError
 
+UNISOLATED = {"master_port": "29500", "launch_id": "tuner"}
+"""Template values a render without a launcher's (``launch.isolation.launch_values``) gets: a
+command shown to a person, run alone."""
 OPTIONS_FILE = "{options_file}"
 """Placeholder in argv for the options file; the launcher writes the file and substitutes it."""
 
@@ -154,6 +157,7 @@ def render(spec: EngineSpec, config: dict[str, Any], *, device: Device, mode: Mo
     launch = spec.process if mode == "process" else spec.container
     if launch is None:
         raise KeyError(f"{spec.name} has no {mode} launch")
+    values = {**UNISOLATED, **values}
     chosen = model_file(spec, config, device, model_root or Path(values["model"]))
     if chosen is not None:
         values = {**values, "model": posixpath.join(values["model"], chosen)}

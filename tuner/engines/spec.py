@@ -90,10 +90,14 @@ class OptionsFile(StrictModel):
 
 
 class ProcessLaunch(StrictModel):
-    """A local process. Templates: {python} {model} {served_name} {port} {host}."""
+    """A local process. Templates: {python} {model} {served_name} {port} {host}, and per launch
+    {master_port} {launch_id} (``launch.isolation``)."""
 
     argv: list[str]
     env: dict[str, str] = Field(default_factory=dict)
+    cache_env: dict[str, str] = Field(
+        default_factory=dict, description="variable -> cache name: on a GPU host the variable "
+        "points at the GPU lease's own folder of that cache (launch.isolation.cache_folder)")
     requires: list[str] = Field(default_factory=list,
                                 description="Python distributions the command needs")
 
@@ -114,6 +118,9 @@ class ContainerLaunch(StrictModel):
     model_mount: str = "/models/model"
     cache_mounts: dict[str, str] = Field(
         default_factory=dict, description="cache name -> path in the container")
+    run_as_user: bool = Field(
+        default=False, description="the image runs as any user: run it as the tuner's user, "
+        "so that files it writes in mounted host folders are not root's")
 
 
 class Readiness(StrictModel):
@@ -185,7 +192,11 @@ class EngineSpec(StrictModel):
         return {name: k.default_on(device) for name, k in self.knobs.items()
                 if device in k.devices}
 
-    def accelerators_used(self, config: dict[str, Any]) -> int:
+    def accelerators_used(self, config: dict[str, Any], device: Device = "gpu") -> int:
+        """The GPUs a configuration takes (the product of its ``accelerators`` knobs); on a
+        CPU host one, the host: tensor parallelism over its NUMA nodes rents nothing more."""
+        if device == "cpu":
+            return 1
         n = 1
         for name in self.accelerators:
             value = config.get(name)

@@ -37,7 +37,8 @@ class LaunchRequest:
     log_path: Path
     labels: dict[str, str] = field(default_factory=dict)
     secret_env: dict[str, SecretStr] = field(default_factory=dict)
-    devices: list[int] = field(default_factory=list)
+    devices: list[str] = field(default_factory=list)
+    """The trial's GPUs by UUID (``GpuLease.devices``); empty: a CPU trial."""
     cpus: str | None = None
     """The engine's cores on a CPU host split with the load generator (``0-5``); None: all."""
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -22,11 +23,13 @@ from typing import Any, Literal
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, Mount, Ulimit
+from docker.utils import parse_repository_tag
 
 from tuner.engines.render import Rendered, render
 from tuner.engines.spec import ContainerLaunch, Device, EngineSpec
 from tuner.errors import ConfigError, EngineStartError
 from tuner.launch.base import EngineHandle, LaunchRequest
+from tuner.launch.isolation import cache_folder, launch_values
 from tuner.launch.ownership import (
     OWNER_PID,
     OWNER_STARTED,
@@ -34,7 +37,6 @@ from tuner.launch.ownership import (
     owner_alive,
     owner_marker,
 )
-from tuner.launch.process import free_port
 from tuner.settings import Settings, hf_home
 
 log = logging.getLogger(__name__)
@@ -46,17 +48,28 @@ Network = Literal["host", "publish"]
 
 
 def image_ref(launch: ContainerLaunch, device: Device, tag: str | None) -> str:
-    """``repo:tag`` for this device; ``tag`` overrides the spec's pinned tag."""
+    """``repo:tag`` (``repo@sha256:...`` for a digest) for this device; ``tag`` overrides the
+    spec's pinned tag."""
     if device == "cpu" and launch.cpu_image:
-        return f"{launch.cpu_image}:{tag or launch.cpu_tag or launch.tag}"
-    return f"{launch.image}:{tag or launch.tag}"
+        repo, pinned = launch.cpu_image, tag or launch.cpu_tag or launch.tag
+    else:
+        repo, pinned = launch.image, tag or launch.tag
+    return f"{repo}@{pinned}" if pinned.startswith("sha256:") else f"{repo}:{pinned}"
+
+
+def pull_args(image: str) -> tuple[str, str]:
+    """``(repository, tag)`` for the daemon's pull: ``repo@sha256:...`` keeps its digest as the
+    tag (docker-py's own ``parse_repository_tag``; a registry port is not a tag)."""
+    repo, tag = parse_repository_tag(image)
+    return repo, tag or "latest"
 
 
 ENGINE_CPU_SHARES = 128
 
 
 def container_spec(request: LaunchRequest, *, image: str, port: int, network: Network,
-                   cache_root: Path) -> tuple[dict[str, Any], Rendered]:
+                   cache_root: Path, master_port: int = 29500, launch_id: str = "tuner",
+                   user: str | None = None) -> tuple[dict[str, Any], Rendered]:
     """The exact ``containers.run`` arguments for a launch (no secrets), and the rendered
     command. Pure, so GPU paths are tested without a GPU."""
     spec = request.spec
@@ -70,6 +83,7 @@ def container_spec(request: LaunchRequest, *, image: str, port: int, network: Ne
     rendered = render(spec, request.config, device=device, mode="container",
                       values={"python": "python3", "model": model_arg,
                               "served_name": request.served_name, "port": str(port),
+                              "master_port": str(master_port), "launch_id": launch_id,
                               "host": host},
                       model_root=Path(request.model) if local_model else None,
                       cpus=request.cpus)
@@ -79,9 +93,10 @@ def container_spec(request: LaunchRequest, *, image: str, port: int, network: Ne
                             type="bind", read_only=True))
     for name, target in sorted(launch.cache_mounts.items()):
         # The host's Hugging Face cache is shared as it is (models by id); other caches (torch
-        # compile, engine state) get a folder of the tuner's, shared by the engine's trials.
+        # compile, engine state) get a folder of the tuner's: the engine's, or on a GPU host the
+        # lease's own, so that parallel trials never write one cache at once.
         source = (hf_home() if name == "huggingface"
-                  else cache_root / "engines" / spec.name / name)
+                  else cache_folder(cache_root, spec.name, name, request.devices))
         source.mkdir(parents=True, exist_ok=True)
         mounts.append(Mount(target=target, source=str(source.resolve()), type="bind"))
     if rendered.options is not None and spec.options_file is not None:
@@ -92,15 +107,23 @@ def container_spec(request: LaunchRequest, *, image: str, port: int, network: Ne
     marker = owner_marker()
     labels = {MANAGED: "true", OWNER_LABEL: marker[OWNER_PID],
               STARTED_LABEL: marker[OWNER_STARTED], **request.labels}
+    environment = dict(rendered.env)
+    if not request.devices:
+        # No GPU for a CPU trial, even where the image asks for all of them
+        # (NVIDIA_VISIBLE_DEVICES=all) and the NVIDIA runtime is the daemon's default: the
+        # container toolkit exposes none for "void" (its "GPU Enumeration" docs).
+        environment.update(NVIDIA_VISIBLE_DEVICES="void", CUDA_VISIBLE_DEVICES="")
     kwargs: dict[str, Any] = {
         "image": image,
         "command": rendered.argv,
-        "environment": dict(rendered.env),
+        "environment": environment,
         "labels": labels,
         "mounts": mounts,
         "detach": True,
         "name": None,
     }
+    if user is not None and launch.run_as_user:
+        kwargs["user"] = user
     if launch.entrypoint is not None:
         kwargs["entrypoint"] = launch.entrypoint
     if network == "host":
@@ -121,8 +144,11 @@ def container_spec(request: LaunchRequest, *, image: str, port: int, network: Ne
         # load generator's core, they yield to it (a CPU weight of 128 against 1024).
         kwargs["cpu_shares"] = ENGINE_CPU_SHARES
     if request.devices:
+        # By UUID: the daemon hands device_ids to the NVIDIA container toolkit, which takes
+        # indices or UUIDs (`docker run --gpus device=GPU-...`); a UUID is the same GPU
+        # whatever the order of enumeration.
         kwargs["device_requests"] = [DeviceRequest(
-            device_ids=[str(d) for d in request.devices], capabilities=[["gpu"]])]
+            device_ids=list(request.devices), capabilities=[["gpu"]])]
     return kwargs, rendered
 
 
@@ -229,10 +255,9 @@ class DockerLauncher:
                 "image_digest": digests[0] if digests else str(found.id)}
 
     def _pull(self, image: str) -> Any:
-        repo, _, tag = image.rpartition(":") if ":" in image.split("/")[-1] else (image, "", "")
+        repo, tag = pull_args(image)
         try:
-            for event in self.client.api.pull(repo, tag=tag or "latest", stream=True,
-                                              decode=True):
+            for event in self.client.api.pull(repo, tag=tag, stream=True, decode=True):
                 if "error" in event:
                     raise APIError(event["error"])
                 if self.on_pull is not None:
@@ -248,9 +273,12 @@ class DockerLauncher:
         device: Device = "gpu" if request.devices else "cpu"
         image = self.image_for(request.spec, device)
         info = self.ensure_image(image)
-        port = free_port()
+        values = launch_values("127.0.0.1")
+        port = int(values["port"])
         kwargs, rendered = container_spec(request, image=image, port=port, network=self.network,
-                                          cache_root=self.settings.cache_dir)
+                                          cache_root=self.settings.cache_dir,
+                                          master_port=int(values["master_port"]),
+                                          launch_id=values["launch_id"], user=invoking_user())
         run_kwargs = dict(kwargs)
         run_kwargs["environment"] = {**kwargs["environment"], **{
             k: v.get_secret_value() for k, v in request.secret_env.items()}}
@@ -288,6 +316,12 @@ class DockerLauncher:
                 removed.append(f"container {c.name} ({c.short_id})")
                 log.info("removed orphan container %s", c.name)
         return removed
+
+
+def invoking_user() -> str:
+    """``uid:gid`` of the tuner, for the images that run as any user: files they write in the
+    host's caches (Hugging Face downloads, compile caches) stay the user's, not root's."""
+    return f"{os.getuid()}:{os.getgid()}"
 
 
 def describe_spec(kwargs: dict[str, Any]) -> dict[str, Any]:

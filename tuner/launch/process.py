@@ -12,12 +12,11 @@ import ctypes
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,8 @@ from tuner.engines.spec import Device
 from tuner.errors import EngineStartError
 from tuner.hardware import parse_cpu_list
 from tuner.launch.base import EngineHandle, LaunchRequest
+from tuner.launch.isolation import cache_folder, launch_values
+from tuner.launch.isolation import free_port as free_port  # where callers have found it
 from tuner.launch.ownership import (
     ENGINE_ID,
     kill_marked_processes,
@@ -46,16 +47,40 @@ otherwise slip by a hundred milliseconds (experiments/measure-noise). Its comput
 alone on their cores, where niceness changes nothing."""
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+def _prctl() -> Callable[[int, int], object] | None:
+    """libc's prctl, looked up in the tuner: loading a library in the child between fork and
+    exec takes the loader's lock, which another thread of the tuner may have held at the fork
+    (Python's docs warn that preexec_fn is not safe with threads); the child only calls it."""
+    try:
+        prctl: Callable[[int, int], object] = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+        return prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _prctl()
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
     """Ask the kernel to SIGKILL the engine if the tuner dies (Linux)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def engine_env(base: Mapping[str, str], rendered: Rendered, devices: list[str],
+               extra: Mapping[str, str]) -> dict[str, str]:
+    """The exact environment of a process engine: the tuner's, the rendered one, ``extra``
+    (ownership markers, per-lease caches, secrets), and the GPUs. ``devices`` are GPU UUIDs,
+    which CUDA_VISIBLE_DEVICES takes as they are (CUDA Programming Guide, "CUDA Environment
+    Variables"): whatever the order, the engine gets exactly the GPUs of its lease, and within
+    the tuner's allocation, as the inventory starts from an inherited CUDA_VISIBLE_DEVICES.
+    CUDA_DEVICE_ORDER=PCI_BUS_ID makes any index the engine derives agree with nvidia-smi's
+    (CUDA's default order is fastest-first). A CPU trial gets an empty CUDA_VISIBLE_DEVICES
+    ("no GPU devices are visible"), so a CUDA build of the engine cannot take GPU 0."""
+    env = {**base, **rendered.env, **extra}
+    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
+    return env
 
 
 def _child_setup(cpus: set[int], nice: int) -> Callable[[], None]:
@@ -138,27 +163,31 @@ class ProcessLauncher:
 
     name = "process"
 
-    def __init__(self, host: str = "127.0.0.1", python: str = sys.executable) -> None:
+    def __init__(self, host: str = "127.0.0.1", python: str = sys.executable,
+                 cache_root: Path | None = None) -> None:
         self.host = host
         self.python = python
+        self.cache_root = cache_root
+        """Where per-lease caches go on a GPU host (``Settings.cache_dir``); None: the engine's
+        own default folders."""
         self.host_cpus = os.sched_getaffinity(0)  # before the load generator is pinned
 
     def start(self, request: LaunchRequest) -> ProcessHandle:
         spec = request.spec
-        port = free_port(self.host)
+        values = launch_values(self.host)
+        port = values["port"]
         device: Device = "gpu" if request.devices else "cpu"
         rendered = render(spec, request.config, device=device, mode="process",
                           values={"python": self.python, "model": request.model,
-                                  "served_name": request.served_name, "port": str(port),
-                                  "host": self.host},
+                                  "served_name": request.served_name, "host": self.host,
+                                  **values},
                           cpus=None if request.devices else request.cpus)
         if rendered.options is not None:
             rendered = rendered.with_options_path(str(rendered.write_options(request.log_path)))
         engine_id = uuid.uuid4().hex
-        env = {**os.environ, **rendered.env, **owner_marker(), ENGINE_ID: engine_id,
-               **{k: v.get_secret_value() for k, v in request.secret_env.items()}}
-        if request.devices:
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in request.devices)
+        env = engine_env(os.environ, rendered, request.devices, {
+            **owner_marker(), ENGINE_ID: engine_id, **self.lease_caches(request),
+            **{k: v.get_secret_value() for k, v in request.secret_env.items()}})
         request.log_path.parent.mkdir(parents=True, exist_ok=True)
         with request.log_path.open("wb") as logfile:
             logfile.write(f"$ {rendered.command_line()}\n".encode())
@@ -177,6 +206,17 @@ class ProcessLauncher:
         log.debug("started %s pid %s on port %s", spec.name, proc.pid, port)
         return ProcessHandle(proc, rendered, f"http://{self.host}:{port}", request.log_path,
                              spec.metrics_path, engine_id)
+
+    def lease_caches(self, request: LaunchRequest) -> dict[str, str]:
+        """The spec's ``cache_env``, each pointing at the lease's own folder (GPU trials)."""
+        if not request.devices or self.cache_root is None or request.spec.process is None:
+            return {}
+        out = {}
+        for var, name in sorted(request.spec.process.cache_env.items()):
+            folder = cache_folder(self.cache_root, request.spec.name, name, request.devices)
+            folder.mkdir(parents=True, exist_ok=True)
+            out[var] = str(folder)
+        return out
 
     def cleanup_orphans(self) -> list[str]:
         return kill_marked_processes()

@@ -4,8 +4,9 @@ Each knob has a type (int, float, bool, categorical) with its range or choices,
 optional log scale, the devices it applies to, per-device choices, and a
 condition (``when``: an expression over knobs sampled before it). The space
 adapts to the host (:meth:`SearchSpace.for_host`): knobs for other devices go,
-tensor-parallel sizes that do not divide both the GPU count and the model's
-attention heads go. ``constraints`` add validity rules to the engine's own.
+parallel sizes wider than a trial's share of the GPUs go, and tensor-parallel sizes
+the model's heads cannot be split over go. ``constraints`` add validity rules to the
+engine's own.
 """
 
 from __future__ import annotations
@@ -95,7 +96,9 @@ class CategoricalKnob(_Knob):
     type: Literal["categorical"]
     choices: list[Scalar] = Field(min_length=1)
     choices_on: dict[Device, list[Scalar]] = Field(default_factory=dict)
-    filter: Literal["divides_heads_and_gpus", "divides_gpus"] | None = None
+    filter: Literal["tensor_parallel", "fits_gpus"] | None = Field(default=None, description=(
+        "fits_gpus: sizes up to a trial's share of the GPUs (of the NUMA nodes on CPU); "
+        "tensor_parallel: those that also split the model's heads"))
 
     def suggest(self, trial: optuna.Trial, name: str) -> Scalar:
         value = trial.suggest_categorical(name, self.choices)
@@ -122,8 +125,9 @@ class SearchSpace(StrictModel):
             raise ConfigError(f"search space for {self.engine}: knob {unknown[0]!r} is not in "
                               f"engines/{spec.name}.yaml; add it there or remove it here")
 
-    def for_host(self, hw: Hardware, model: ModelInfo) -> SearchSpace:
-        """The knobs that apply on this host, with choices that fit it."""
+    def for_host(self, hw: Hardware, model: ModelInfo, parallel: int = 1) -> SearchSpace:
+        """The knobs that apply on this host, with choices that fit it when ``parallel`` trials
+        run at once."""
         knobs: dict[str, SpaceKnob] = {}
         for name, knob in self.knobs.items():
             if hw.device not in knob.devices:
@@ -134,10 +138,10 @@ class SearchSpace(StrictModel):
             if isinstance(knob, CategoricalKnob):
                 choices = knob.choices_on.get(hw.device, knob.choices)
                 if knob.filter is not None:
-                    limit = hw.gpu_count if hw.device == "gpu" else hw.numa_nodes
-                    heads = model.attention_heads if knob.filter == "divides_heads_and_gpus" else 0
-                    choices = [c for c in choices if isinstance(c, int) and c >= 1
-                               and heads % c == 0 and limit % c == 0]
+                    limit = (max(1, hw.gpu_count // parallel) if hw.device == "gpu"
+                             else hw.numa_nodes)
+                    choices = [c for c in choices if isinstance(c, int) and 1 <= c <= limit
+                               and (knob.filter != "tensor_parallel" or splits_heads(model, c))]
                 if not choices:
                     continue
                 knob = knob.model_copy(update={"choices": choices, "choices_on": {}})
@@ -170,6 +174,16 @@ class SearchSpace(StrictModel):
         """Set on ``trial`` exactly the legal defaults (enqueued, so Optuna samples nothing)."""
         return {name: self.knobs[name].suggest(trial, name)
                 for name in self.legal_defaults(defaults)}
+
+
+def splits_heads(model: ModelInfo, tp: int) -> bool:
+    """Whether ``tp`` ranks can share the model's attention: each takes heads / tp query heads,
+    and the KV heads are either split (kv % tp == 0) or, with more ranks than KV heads,
+    replicated (tp % kv == 0), as vLLM's QKVParallelLinear does (vllm/model_executor/layers/
+    linear.py; SGLang's is the same). A size that divides the GPU count need not: TP 4 runs
+    on 6 GPUs."""
+    kv = model.kv_heads
+    return model.attention_heads % tp == 0 and (kv % tp == 0 or tp % kv == 0)
 
 
 def _holds(condition: str | None, names: dict[str, Any]) -> bool:

@@ -152,7 +152,7 @@ def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, default
     t0 = time.monotonic()
     recorded = ctx.defaults_config() if defaults else config
     result = TrialResult(number=number, config=recorded, defaults=defaults, outcome="ok",
-                         accelerators=ctx.spec.accelerators_used(recorded))
+                         accelerators=ctx.spec.accelerators_used(recorded, ctx.hardware.device))
     broken = [] if defaults else ctx.check_rules(config)
     if broken:
         result.outcome, result.rejected_before_launch = "invalid_config", True

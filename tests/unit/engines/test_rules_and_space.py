@@ -4,7 +4,7 @@ import pytest
 from tuner.engines.model_info import ModelInfo
 from tuner.engines.rules import broken_rules, rule_names
 from tuner.engines.spec import load_engine_spec
-from tuner.hardware import Gpu, Hardware, parse_nvidia_smi
+from tuner.hardware import Gpu, Hardware
 from tuner.launch.classify import classify_log
 from tuner.loadgen.client import ServerCaps, request_body
 from tuner.search.space import CategoricalKnob, load_search_space
@@ -94,14 +94,6 @@ def test_engine_defaults_are_inside_the_space() -> None:
     defaults = SPEC.defaults("cpu")
     clamped = space.legal_defaults(defaults)
     assert set(clamped) == set(space.knobs)
-
-
-def test_nvidia_smi_output_parses() -> None:
-    text = ("0, NVIDIA H100 80GB HBM3, 81559, GPU-1f7c\n"
-            "1, NVIDIA H100 80GB HBM3, 81559, GPU-22aa\n")
-    parsed = parse_nvidia_smi(text)
-    assert [g.index for g in parsed] == [0, 1]
-    assert parsed[0].memory_mib == 81559
 
 
 @pytest.mark.parametrize(("log", "code", "outcome"), [

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tuner.errors import TunerError
-from tuner.launch.gpus import GpuPool
+from tuner.launch.gpus import LOCK_DIR, GpuPool
 
 
 def test_leases_are_disjoint_until_released(tmp_path: Path) -> None:
@@ -77,3 +77,50 @@ def test_another_tuner_process_holds_devices(tmp_path: Path) -> None:
     other.kill()  # a tuner that dies releases its devices
     other.join()
     assert pool.try_acquire(2) is not None
+
+
+UUIDS = [f"GPU-{i}a1b2c3d-0000-4000-8000-00000000000{i}" for i in range(4)]
+
+
+def test_lock_files_are_named_by_uuid_and_usable_by_every_user(tmp_path: Path) -> None:
+    folder = tmp_path / "locks"
+    pool = GpuPool(UUIDS, folder)
+    lease = pool.try_acquire(2)
+    assert lease is not None
+    assert lease.devices == UUIDS[:2]
+    assert sorted(p.name for p in folder.iterdir()) == [f"gpu-{u}.lock" for u in UUIDS[:2]]
+    assert folder.stat().st_mode & 0o7777 == 0o1777
+    assert all(p.stat().st_mode & 0o777 == 0o644 for p in folder.iterdir())
+
+
+def test_the_default_lock_folder_is_host_local() -> None:
+    assert str(LOCK_DIR).startswith("/tmp/")  # never a home folder NFS may share
+
+
+def test_a_gpu_another_job_uses_is_not_leased(tmp_path: Path,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    taken = {UUIDS[0]: "71680 MiB of its memory in use", UUIDS[2]: "1 compute process(es) on it"}
+    asked = []
+
+    def busy() -> dict[str, str]:
+        asked.append(1)
+        return taken
+
+    pool = GpuPool(UUIDS, tmp_path, busy=busy)
+    with caplog.at_level("WARNING"):
+        lease = pool.try_acquire(2)
+    assert lease is not None
+    assert lease.devices == [UUIDS[1], UUIDS[3]]
+    assert pool.try_acquire(1) is None
+    assert len(asked) == 2
+    warned = [r.getMessage() for r in caplog.records]
+    assert warned == [f"GPU {UUIDS[0]} is in use by another job (71680 MiB of its memory in "
+                      "use); not leasing it",
+                      f"GPU {UUIDS[2]} is in use by another job (1 compute process(es) on it); "
+                      "not leasing it"]  # once each, not at every poll
+    with pytest.raises(TunerError, match=r"no 1 free GPUs within 0s; GPU-0a1b2c3d.*71680 MiB"):
+        pool.acquire(1, timeout_s=0, poll_s=0.001)
+    taken.clear()  # the other job ended
+    again = pool.try_acquire(2)
+    assert again is not None
+    assert again.devices == [UUIDS[0], UUIDS[2]]
