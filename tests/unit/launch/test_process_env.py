@@ -8,7 +8,7 @@ from pathlib import Path
 from tuner.engines.render import Rendered, render
 from tuner.engines.spec import load_engine_spec
 from tuner.launch.base import LaunchRequest
-from tuner.launch.isolation import free_port, launch_values
+from tuner.launch.isolation import ephemeral_range, free_port, launch_values
 from tuner.launch.process import ProcessLauncher, engine_env
 
 H100S = ["GPU-0a1b2c3d-0000-4000-8000-000000000000", "GPU-1a1b2c3d-0000-4000-8000-000000000001"]
@@ -81,3 +81,14 @@ def test_llamacpp_offloads_every_layer_on_a_gpu_unless_the_space_says_otherwise(
     assert server[server.index("--n-gpu-layers") + 1] == "auto"  # llama-server's own default
     cpu = render(spec, {}, device="cpu", mode="process", values=values).argv
     assert "--n_gpu_layers" not in cpu
+
+
+def test_ports_come_from_below_the_ephemeral_range() -> None:
+    low = ephemeral_range()[0]
+    assert all(10000 <= free_port() < low for _ in range(20))
+
+
+def test_the_ephemeral_range_is_read_from_the_kernel(tmp_path: Path) -> None:
+    (tmp_path / "range").write_text("40000\t60999\n")
+    assert ephemeral_range(tmp_path / "range") == (40000, 60999)
+    assert ephemeral_range(tmp_path / "missing") == (32768, 60999)
