@@ -212,6 +212,8 @@ def usable(found: Inventory, cuda_visible: str | None) -> list[Gpu]:
     in a warning naming them). Raises when GPUs were expected and none is usable."""
     if found.problems:
         log.warning("reading the GPUs: %s", "; ".join(found.problems))
+    if cuda_visible is not None and cuda_visible.strip().lower() in NO_DEVICES:
+        return []  # given no GPU on purpose: a CPU host
     given = visible(found.gpus, cuda_visible)
     mig = [g for g in given if g.mig]
     if mig:

@@ -108,6 +108,10 @@ def test_the_inventory_starts_from_an_inherited_cuda_visible_devices(
     assert [g.index for g in visible(gpus, given)] == indices
 
 
+def test_given_no_gpu_on_purpose_the_host_is_a_cpu_host() -> None:
+    assert usable(parse_nvidia_smi(MIXED_8), "") == []
+
+
 def test_an_allocation_naming_no_gpu_here_is_one_clear_error() -> None:
     with pytest.raises(ConfigError, match="CUDA_VISIBLE_DEVICES=GPU-ffff names none of them"):
         usable(parse_nvidia_smi(MIXED_8), "GPU-ffff")
