@@ -13,6 +13,11 @@ import re
 from tuner.engines.spec import Failures
 
 KILLED_BY_OOM_KILLER = {137, -9}
+PORT_TAKEN = re.compile(r"(?i)address already in use|\b(?:errno|os error) 98\b|"
+                        r"couldn't bind HTTP server socket")
+"""An engine that lost its port to another program between ``free_port`` and its bind: Python
+servers (uvicorn: "[Errno 98] ... address already in use"), Rust ones (TGI's router: "Address
+already in use (os error 98)"), llama-server ("couldn't bind HTTP server socket")."""
 
 
 def classify_log(text: str, failures: Failures, exit_code: int | None) -> tuple[str, str]:
@@ -40,3 +45,8 @@ def first_oom_line(text: str, failures: Failures) -> str | None:
             end = text.find("\n", match.end())
             return text[start:end if end >= 0 else None].strip()[:300]
     return None
+
+
+def port_taken(log_text: str) -> bool:
+    """Whether the engine failed because its port was taken (start it again on another)."""
+    return PORT_TAKEN.search(log_text) is not None

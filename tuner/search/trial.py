@@ -25,7 +25,7 @@ from tuner.engines.spec import EngineSpec
 from tuner.errors import EndpointError, EngineCrashed, EngineStartError
 from tuner.hardware import Hardware, cpu_list
 from tuner.launch.base import EngineHandle, Launcher, LaunchRequest
-from tuner.launch.classify import classify_log
+from tuner.launch.classify import classify_log, port_taken
 from tuner.launch.gpus import GpuPool
 from tuner.loadgen.progress import Progress
 from tuner.loadgen.records import RequestRecord, write_records_csv
@@ -161,48 +161,71 @@ def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, default
         return result
     tag = tag or f"trial-{number:03d}"
     timing = Timing()
-    handle: EngineHandle | None = None
+    started: list[EngineHandle] = []
     try:
-        with ctx.engine(config, tag, defaults=defaults, accelerators=result.accelerators,
-                        timing=timing) as handle:
-            result.command, result.launch = handle.rendered.command_line(), handle.describe()
-            result.log_path = str(handle.log_path)
-            t_ready = time.monotonic()
+        for attempt in range(PORT_RETRIES + 1):
             try:
-                ctx.measurer.wait_ready(handle)
-            finally:
-                timing.startup_s = time.monotonic() - t_ready
-            t_measure = time.monotonic()
-            try:
-                capacity, records = ctx.measurer.capacity(handle, result.accelerators)
-            finally:
-                timing.measure_s = time.monotonic() - t_measure
-            result.records_path = ctx.write_records(records, tag)
-            result.capacity, result.best = capacity, capacity.best
-            if capacity.warmup is not None:
-                timing.warmup_s = capacity.warmup.seconds
-                timing.measure_s = max(0.0, timing.measure_s - timing.warmup_s)
-            if handle.exit_code() is not None:
-                failed = crash_failure(handle, ctx.spec)
-                result.outcome, result.detail, result.log_tail = (failed.outcome, failed.detail,
-                                                                  failed.log_tail)
-            elif capacity.best is None or capacity.estimate is None:
-                result.outcome = "slo_infeasible"
-                lowest = min(capacity.steps, key=lambda s: s.load) if capacity.steps else None
-                result.detail = ("no load met the SLOs" if lowest is None else
-                                 f"no load met the SLOs (at load {lowest.load:.3g}: "
-                                 f"{', '.join(lowest.slo.failed()) or lowest.stopped_early})")
-            else:
-                result.cost_per_m_output_tokens = capacity.estimate.cost_per_m_output_tokens
-                result.max_load = capacity.estimate.load
-                result.accelerators = capacity.best.accelerators
+                _launch_and_measure(ctx, config, tag, defaults, result, timing, started)
+                break
+            except EngineStartError:
+                if attempt == PORT_RETRIES or not started or not port_taken(
+                        started[-1].log_text()):
+                    raise
+                log.warning("%s: another program took the engine's port before it bound it; "
+                            "starting it again on another port", tag)
     except Exception as exc:  # one trial = one outcome; interrupts are BaseException and pass
-        failed = classify_failure(exc, handle, ctx.spec)
+        failed = classify_failure(exc, started[-1] if started else None, ctx.spec)
         result.outcome, result.detail, result.log_tail = (failed.outcome, failed.detail,
                                                           failed.log_tail)
     timing.wall_s = time.monotonic() - t0
     result.timing = timing
     return result
+
+
+
+PORT_RETRIES = 2
+"""Starts again, on another port, of an engine whose port another program took between the
+probe and the engine's bind (``launch.isolation.free_port`` makes that rare, not impossible)."""
+
+
+def _launch_and_measure(ctx: TrialContext, config: dict[str, Any], tag: str, defaults: bool,
+                        result: TrialResult, timing: Timing, started: list[EngineHandle]) -> None:
+    """One engine start of a trial: launch, wait until ready, search its capacity, and fill
+    ``result``; the handle goes into ``started`` (for the failure's log)."""
+    with ctx.engine(config, tag, defaults=defaults, accelerators=result.accelerators,
+                    timing=timing) as handle:
+        started.append(handle)
+        result.command, result.launch = handle.rendered.command_line(), handle.describe()
+        result.log_path = str(handle.log_path)
+        t_ready = time.monotonic()
+        try:
+            ctx.measurer.wait_ready(handle)
+        finally:
+            timing.startup_s = time.monotonic() - t_ready
+        t_measure = time.monotonic()
+        try:
+            capacity, records = ctx.measurer.capacity(handle, result.accelerators)
+        finally:
+            timing.measure_s = time.monotonic() - t_measure
+        result.records_path = ctx.write_records(records, tag)
+        result.capacity, result.best = capacity, capacity.best
+        if capacity.warmup is not None:
+            timing.warmup_s = capacity.warmup.seconds
+            timing.measure_s = max(0.0, timing.measure_s - timing.warmup_s)
+        if handle.exit_code() is not None:
+            failed = crash_failure(handle, ctx.spec)
+            result.outcome, result.detail, result.log_tail = (failed.outcome, failed.detail,
+                                                              failed.log_tail)
+        elif capacity.best is None or capacity.estimate is None:
+            result.outcome = "slo_infeasible"
+            lowest = min(capacity.steps, key=lambda s: s.load) if capacity.steps else None
+            result.detail = ("no load met the SLOs" if lowest is None else
+                             f"no load met the SLOs (at load {lowest.load:.3g}: "
+                             f"{', '.join(lowest.slo.failed()) or lowest.stopped_early})")
+        else:
+            result.cost_per_m_output_tokens = capacity.estimate.cost_per_m_output_tokens
+            result.max_load = capacity.estimate.load
+            result.accelerators = capacity.best.accelerators
 
 
 def constraint_values(result: TrialResult, slo_ttft: float, slo_itl: float,
