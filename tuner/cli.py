@@ -346,6 +346,30 @@ def cleanup(debug: Debug = False) -> None:
     run_cli(lambda: cleanup_command(settings, out_console), debug)
 
 
+workload_app = typer.Typer(help="Workloads from your own traffic.", no_args_is_help=True)
+app.add_typer(workload_app, name="workload")
+
+
+@workload_app.command("fit")
+def workload_fit(
+    log: Annotated[Path, typer.Option("--from", help="request log: OpenAI-style JSONL, a "
+                                      "Mooncake trace, or CSV timestamp,input_tokens,"
+                                      "output_tokens")],
+    out: Annotated[Path, typer.Option(help="workload YAML to write (the report beside it)")
+                   ] = Path("fitted.yaml"),
+    model: Annotated[str, typer.Option(help="model name the workload sends")] = "tiny-llama",
+    rate: Annotated[str, typer.Option(help="arrival rate: the log's mean, or its peak "
+                                      "minute")] = "mean",
+    debug: Debug = False,
+) -> None:
+    """Fit a workload (classes, lengths, arrivals, prefixes, sessions) to a request log."""
+    from tuner.commands.workload_fit import workload_fit_command
+
+    start(debug)
+    run_cli(lambda: workload_fit_command(log, out, model=model, rate=rate,
+                                         console=out_console), debug)
+
+
 @app.command("make-model")
 def make_model(
     out_dir: Annotated[Path | None, typer.Argument(
