@@ -84,12 +84,13 @@ def test_a_cpu_container_on_a_gpu_host_sees_no_gpu(tmp_path: Path) -> None:
 
 
 def test_an_image_that_runs_as_any_user_runs_as_the_tuners(tmp_path: Path) -> None:
-    assert SPEC.container is not None
-    spec = SPEC.model_copy(update={"container": SPEC.container.model_copy(
-        update={"run_as_user": True})})
-    kwargs, _ = container_spec(request(tmp_path, UUIDS, {}, spec), image="i", port=1,
+    llamacpp = load_engine_spec("llamacpp")
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "m-F16.gguf").touch()
+    kwargs, _ = container_spec(request(tmp_path, UUIDS, {}, llamacpp), image="i", port=1,
                                network="host", cache_root=tmp_path, user="1000:1001")
     assert kwargs["user"] == "1000:1001"
+    assert kwargs["device_requests"][0]["DeviceIDs"] == UUIDS
 
 
 def test_two_parallel_tgi_containers_share_no_master_port(tmp_path: Path) -> None:
