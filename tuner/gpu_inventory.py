@@ -16,6 +16,7 @@ import logging
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -207,11 +208,21 @@ def visible(gpus: list[Gpu], cuda_visible: str | None) -> list[Gpu]:
     return chosen
 
 
-def usable(found: Inventory, cuda_visible: str | None) -> list[Gpu]:
+def gpu_devices(dev: Path = Path("/dev")) -> int:
+    """The GPU device files the NVIDIA kernel driver made (``/dev/nvidia0`` ...): GPUs this host
+    has, whatever nvidia-smi says."""
+    return sum(1 for p in dev.glob("nvidia[0-9]*") if p.name[6:].isdigit())
+
+
+def usable(found: Inventory, cuda_visible: str | None, *, expected: int = 0) -> list[Gpu]:
     """The GPUs this tuner may lease: those it was given, without MIG-enabled ones (said once,
-    in a warning naming them). Raises when GPUs were expected and none is usable."""
+    in a warning naming them). Raises when GPUs were expected (``expected`` device files, a
+    GPU listed, MIG) and none is usable; a host where nvidia-smi exists but finds no device
+    and no device file exists is a CPU host."""
     if found.problems:
         log.warning("reading the GPUs: %s", "; ".join(found.problems))
+        if not found.gpus and not expected:
+            return []
     if cuda_visible is not None and cuda_visible.strip().lower() in NO_DEVICES:
         return []  # given no GPU on purpose: a CPU host
     given = visible(found.gpus, cuda_visible)

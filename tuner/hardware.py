@@ -17,7 +17,7 @@ from typing import Literal
 import psutil
 from pydantic import BaseModel
 
-from tuner.gpu_inventory import Gpu, read_gpus, usable
+from tuner.gpu_inventory import Gpu, gpu_devices, read_gpus, usable
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,8 @@ def detect_gpus() -> list[Gpu]:
     """The GPUs this tuner may use (see ``gpu_inventory.usable``); [] on a host without an
     NVIDIA driver."""
     found = read_gpus()
-    return [] if found is None else usable(found, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    return [] if found is None else usable(found, os.environ.get("CUDA_VISIBLE_DEVICES"),
+                                           expected=gpu_devices())
 
 
 def detect(force_device: Literal["cpu", "gpu"] | None = None, *,

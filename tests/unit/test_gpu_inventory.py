@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from tuner.gpu_inventory import (
     Inventory,
     busy,
     count_processes,
+    gpu_devices,
     parse_nvidia_smi,
     read_nvml,
     usable,
@@ -77,7 +79,20 @@ def test_when_every_gpu_fails_the_host_is_not_silently_cpu() -> None:
     lost = Inventory([], ["nvidia-smi exited 15: Unable to determine the device handle for "
                           "GPU0000:41:00.0: Unknown Error"])
     with pytest.raises(ConfigError, match=r"NVIDIA GPUs but none is usable.*--device cpu"):
-        usable(lost, None)
+        usable(lost, None, expected=8)  # /dev/nvidia0..7: the driver has the GPUs
+
+
+def test_nvidia_smi_without_a_device_is_a_cpu_host(tmp_path: Path) -> None:
+    # nvidia-smi installed, no GPU here: "No devices were found" (exit 6), no /dev/nvidiaN.
+    nothing = Inventory([], ["No devices were found", "nvidia-smi exited 6: No devices were "
+                                                      "found"])
+    for name in ("nvidiactl", "nvidia-uvm", "nvidia-modeset"):
+        (tmp_path / name).touch()
+    assert gpu_devices(tmp_path) == 0
+    assert usable(nothing, None, expected=gpu_devices(tmp_path)) == []
+    (tmp_path / "nvidia0").touch()
+    (tmp_path / "nvidia1").touch()
+    assert gpu_devices(tmp_path) == 2
 
 
 def test_mig_gpus_are_skipped_with_one_line(caplog: pytest.LogCaptureFixture) -> None:
