@@ -7,6 +7,7 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
+from tuner.commands.workload_fit_plot import plot_fit
 from tuner.errors import ConfigError
 from tuner.validation import validate
 from tuner.workload.fit_workload import fit_workload
@@ -16,8 +17,9 @@ from tuner.workload.request_log import read_request_log
 
 def workload_fit_command(log_path: Path, out: Path, *, model: str, rate: str,
                          console: Console) -> Path:
-    """Write ``out`` (the workload), its empirical length files beside it and
-    ``<out stem>.fit.md`` (the report); return the report's path."""
+    """Write ``out`` (the workload), its empirical length files beside it,
+    ``<out stem>.fit.md`` (the report) and ``<out stem>.fit.png`` (fitted vs observed CDFs);
+    return the report's path."""
     if rate not in ("mean", "peak"):
         raise ConfigError(f"--rate {rate}: give mean or peak")
     log = read_request_log(log_path)
@@ -30,7 +32,9 @@ def workload_fit_command(log_path: Path, out: Path, *, model: str, rate: str,
               "# slo and cost are placeholders: set your own.\n")
     out.write_text(header + yaml.safe_dump(fitted.workload, sort_keys=False), encoding="utf-8")
     report = out.with_name(f"{out.stem}.fit.md")
-    report.write_text("\n".join(fitted.report) + "\n", encoding="utf-8")
+    plot = plot_fit(fitted.parts, out.with_name(f"{out.stem}.fit.png"))
+    lines = [*fitted.report, "", f"![fitted vs observed CDFs]({plot.name})"]
+    report.write_text("\n".join(lines) + "\n", encoding="utf-8")
     console.print(f"workload in {out}, fit report in {report}")
     for line in fitted.not_fitted:
         console.print(f"not fitted: {line}", highlight=False)

@@ -23,13 +23,24 @@ from tuner.workload.request_log import LoggedRequest, RequestLog
 MOONCAKE_BLOCK = 512
 
 
+@dataclass(frozen=True, slots=True)
+class FittedPart:
+    """One fitted distribution: its label, the observed values and the LengthDist mapping."""
+
+    label: str
+    observed: np.ndarray
+    spec: dict[str, Any]
+
+
 @dataclass
 class FittedWorkload:
     """The workload mapping (YAML-ready), the length files its empirical distributions name
-    (file name -> lengths), the report's lines and what could not be fitted."""
+    (file name -> lengths), every fitted length distribution, the report's lines and what
+    could not be fitted."""
 
     workload: dict[str, Any]
     empirical: dict[str, np.ndarray] = field(default_factory=dict)
+    parts: list[FittedPart] = field(default_factory=list)
     report: list[str] = field(default_factory=list)
     not_fitted: list[str] = field(default_factory=list)
 
@@ -44,6 +55,7 @@ class FittedWorkload:
                                    f"({_tried(fit)}); replayed from {spec['file']}")
         self.report.append(f"| {label} | {_describe(spec)} | {_ks(fit)} | {len(values)} | "
                            f"{_quantiles(values)} |")
+        self.parts.append(FittedPart(label, values, spec))
         return spec
 
 

@@ -4,16 +4,11 @@ Tolerances: 3000 requests; a mean within 3%, a lognormal sigma or normal std wit
 gamma burstiness within 15%, a class weight within 0.04 (each several standard errors).
 """
 
-from pathlib import Path
-
 import numpy as np
 import pytest
-from rich.console import Console
 
-from tuner.commands.workload_fit import workload_fit_command
 from tuner.workload.fit_dists import fit_arrivals, fit_lengths, ks_distance, split_classes
 from tuner.workload.fit_workload import fit_workload
-from tuner.workload.loader import load_workload
 from tuner.workload.request_log import LoggedRequest, RequestLog
 
 N = 3000
@@ -137,18 +132,3 @@ def test_mooncake_prefix_sharing_is_fitted() -> None:
     assert fitted.workload["prefix"] == {"groups": 4, "tokens": 512, "share": 1.0}
     assert fitted.workload["classes"][0]["input"] == {"dist": "fixed", "value": 612}
     assert any("prefix reuse" in line for line in fitted.report)
-
-
-def test_the_written_workload_loads(tmp_path: Path) -> None:
-    rng = np.random.default_rng(6)
-    log = tmp_path / "log.csv"
-    rows = [f"{t:.3f},{int(i)},{int(o)}" for t, i, o in zip(
-        np.cumsum(rng.exponential(0.5, 500)), rng.choice([10, 100, 1000, 10000], 500),
-        rng.integers(10, 100, 500), strict=True)]
-    log.write_text("timestamp,input_tokens,output_tokens\n" + "\n".join(rows) + "\n")
-    report = workload_fit_command(log, tmp_path / "out" / "w.yaml", model="m", rate="mean",
-                                  console=Console(file=None, quiet=True))
-    workload = load_workload(tmp_path / "out" / "w.yaml")
-    assert workload.model == "m"
-    assert "## Not fitted" in report.read_text()
-    assert any((tmp_path / "out").glob("*.txt"))  # 4 modes in 3 classes: one is empirical
