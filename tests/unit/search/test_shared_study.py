@@ -35,7 +35,7 @@ from tuner.search.shared_study import (
 from tuner.search.study import StudyProgress, run_search
 from tuner.search.study_config import StudyConfig
 from tuner.search.study_record import config_from
-from tuner.search.study_status import study_status
+from tuner.search.study_status import Running, study_status, time_left
 from tuner.search.tracker import NullTracker
 from tuner.search.trial import TrialContext
 
@@ -237,3 +237,12 @@ def test_joining_a_study_that_is_not_there_or_not_tunes(tmp_path: Path) -> None:
     plain.add_trial(optuna.create_trial(value=1.0))
     with pytest.raises(ConfigError, match="not made by tune"):
         read_record("plain", url)
+
+
+def test_the_time_left_spreads_the_remaining_trials_over_the_busy_workers() -> None:
+    running = [Running(number=5, worker="a:1", elapsed_s=100, defaults=False),
+               Running(number=6, worker="b:2", elapsed_s=500, defaults=False)]
+    # the longer rest of the running trials (600 - 100), then 3 trials over 2 workers
+    assert time_left(600.0, 3, running) == 500 + 2 * 600
+    assert time_left(600.0, 3, []) == 3 * 600
+    assert time_left(None, 3, running) is None
