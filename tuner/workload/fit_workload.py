@@ -119,18 +119,27 @@ def fit_workload(log: RequestLog, *, source: str, model: str, stem: str,
     if sharers and known:
         prefix = {"groups": len({keys[i] for i in sharers}),
                   "tokens": int(np.median(known)), "share": round(len(sharers) / len(reqs), 4)}
+        low, high = np.percentile(known, [10, 90])
+        if high > 1.5 * low:
+            fitted.not_fitted.append(
+                f"prefix length: shared prefixes run from {low:.0f} to {high:.0f} tokens "
+                f"(p10-p90); the workload gives every group {prefix['tokens']} (replay the log "
+                "as a trace for its exact sharing)")
     elif sharers:
         fitted.not_fitted.append(f"prefix: {len(sharers)} requests share a prefix hash but the "
                                  "log gives no prefix length (add a prefix_tokens column)")
-    own = np.array([max(1, r.input_tokens - p) for r, p in zip(reqs, prefix_tokens,
-                                                                 strict=True)])
+    # a request replays as the fitted prefix plus its own tokens: keep its total length
+    fitted_prefix = 0 if prefix is None else int(prefix["tokens"])
+    own = np.array([max(1, r.input_tokens - (fitted_prefix if k is not None else 0))
+                    for r, k in zip(reqs, keys, strict=True)])
     outputs = np.array([r.output_tokens for r in reqs])
     sessions = [r.session for r in reqs]
     if any(s is not None for s in sessions):
         classes, starts = _conversation(fitted, reqs, own, prefix)
         prefix = None  # a conversation's shared part is its system prompt
     else:
-        classes, starts = _length_classes(fitted, own, outputs), times
+        label = "input" if prefix is None else "input after the prefix"
+        classes, starts = _length_classes(fitted, own, outputs, label), times
     arrival = fit_arrivals(starts, rate=rate)
     fitted.report.append(f"| arrivals ({'sessions' if len(starts) != len(times) else 'requests'})"
                          f" | {_describe(arrival.spec)} | {arrival.ks:.3f} (gaps) | {len(starts)}"
@@ -157,15 +166,15 @@ def fit_workload(log: RequestLog, *, source: str, model: str, stem: str,
     return fitted
 
 
-def _length_classes(fitted: FittedWorkload, own: np.ndarray,
-                    outputs: np.ndarray) -> list[dict[str, Any]]:
+def _length_classes(fitted: FittedWorkload, own: np.ndarray, outputs: np.ndarray,
+                    label: str) -> list[dict[str, Any]]:
     classes = []
     groups = split_classes(own)
     for k, group in enumerate(groups):
         name = f"class{k + 1}" if len(groups) > 1 else "all"
         classes.append({
             "name": name, "weight": round(len(group) / len(own), 4),
-            "input": fitted.length(own[group], f"{name}-input", f"{name} input"),
+            "input": fitted.length(own[group], f"{name}-input", f"{name} {label}"),
             "output": fitted.length(outputs[group], f"{name}-output", f"{name} output"),
         })
     return classes

@@ -5,8 +5,9 @@ Three formats, told apart by the file's name and first record:
 - JSONL of OpenAI-style request/response records, as gateways and proxies log them: a time
   (``timestamp``, ``created`` or ``time``: seconds since the epoch, or ISO 8601), the usage
   (``usage`` or ``response.usage`` with ``prompt_tokens`` and ``completion_tokens``), and
-  optionally a session (``session_id``, or ``user`` of the request) and, from the request's
-  first message when it is a system message, a prefix hash;
+  optionally a session (``session_id``, ``conversation_id``, or ``user`` of the request) and,
+  from the request's first message when it is a system message, a prefix hash (the messages
+  under ``request`` or at the top level);
 - the Mooncake trace format (``timestamp`` ms, ``input_length``, ``output_length``,
   ``hash_ids``);
 - CSV with a header ``timestamp,input_tokens,output_tokens`` (seconds), and optionally
@@ -170,8 +171,9 @@ def _openai(record: dict[str, Any]) -> LoggedRequest:
     usage = record.get("usage") or response.get("usage")
     if not isinstance(usage, dict):
         raise KeyError("usage")
-    session = record.get("session_id") or request.get("user") or record.get("user")
-    messages = request.get("messages") or []
+    session = (record.get("session_id") or record.get("conversation_id") or request.get("user")
+               or record.get("user"))
+    messages = request.get("messages") or record.get("messages") or []
     system = (messages[0].get("content") if messages and isinstance(messages[0], dict)
               and messages[0].get("role") == "system" else None)
     return LoggedRequest(
