@@ -66,9 +66,16 @@ class Prepared:
         return self.tracker.start_study(self.cfg.name, tags={"tuner.engine": self.spec.name},
                                         params=self.tracking_params, parent_id=parent_id)
 
+    def busy_gpus(self) -> dict[str, str]:
+        """The GPUs other jobs hold now: memory or processes on them, or another tuner's
+        containers on them (which may not have allocated anything yet)."""
+        others = (self.launcher.foreign_gpus() if isinstance(self.launcher, DockerLauncher)
+                  else {})
+        return {**others, **busy_now()}
+
     def context(self, progress: Progress) -> TrialContext:
         hw, settings, cfg = self.hardware, self.settings, self.cfg
-        pool = GpuPool([g.uuid for g in hw.gpus], busy=busy_now) if hw.gpus else None
+        pool = GpuPool([g.uuid for g in hw.gpus], busy=self.busy_gpus) if hw.gpus else None
         secret = {"HF_TOKEN": settings.hf_token} if settings.hf_token else {}
         measurer = self.fake_measurer or HttpMeasurer(
             spec=self.spec, workload=self.workload, served_name=self.served_name,

@@ -304,6 +304,15 @@ class DockerLauncher:
         """Remove every container this tuner started (the last step of every run)."""
         return self._remove(is_mine)
 
+    def foreign_gpus(self) -> dict[str, str]:
+        """GPU -> why, for the GPUs of running containers that another tuner started (by its
+        labels): busy before their engines allocate any memory that nvidia-smi would show."""
+        try:
+            running = self.client.containers.list(filters={"label": f"{MANAGED}=true"})
+        except (DockerException, ConfigError):
+            return {}
+        return gpus_of_others(running)
+
     def _remove(self, doomed: Callable[[str, str], bool]) -> list[str]:
         removed = []
         for c in self.client.containers.list(all=True, filters={"label": f"{MANAGED}=true"}):
@@ -316,6 +325,21 @@ class DockerLauncher:
                 removed.append(f"container {c.name} ({c.short_id})")
                 log.info("removed orphan container %s", c.name)
         return removed
+
+
+def gpus_of_others(containers: list[Any]) -> dict[str, str]:
+    """GPU -> why, for the device requests of ``containers`` that another tuner owns."""
+    out: dict[str, str] = {}
+    for c in containers:
+        labels = c.labels or {}
+        if is_mine(labels.get(OWNER_LABEL, ""), labels.get(STARTED_LABEL, "")):
+            continue
+        requests = (c.attrs.get("HostConfig") or {}).get("DeviceRequests") or []
+        for request in requests:
+            for gpu in request.get("DeviceIDs") or []:
+                out[str(gpu)] = (f"container {c.name} of another tuner (pid "
+                                 f"{labels.get(OWNER_LABEL, '?')})")
+    return out
 
 
 def invoking_user() -> str:

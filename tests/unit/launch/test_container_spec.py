@@ -7,7 +7,14 @@ from pydantic import SecretStr
 
 from tuner.engines.spec import EngineSpec, load_engine_spec
 from tuner.launch.base import LaunchRequest
-from tuner.launch.docker import container_spec, describe_spec, image_ref, pull_args
+from tuner.launch.docker import (
+    container_spec,
+    describe_spec,
+    gpus_of_others,
+    image_ref,
+    pull_args,
+)
+from tuner.launch.ownership import OWNER_PID, OWNER_STARTED, owner_marker
 
 SPEC = load_engine_spec("vllm")
 UUIDS = ["GPU-5e1d3c2a-0b7f-4c1e-9a11-2f3b4c5d6e7f", "GPU-a0b1c2d3-e4f5-4a6b-8c7d-9e0f1a2b3c4d"]
@@ -119,3 +126,26 @@ def test_a_pinned_digest_is_referenced_with_an_at() -> None:
     assert SPEC.container is not None
     digest = "sha256:" + "cd" * 32
     assert image_ref(SPEC.container, "gpu", digest) == f"vllm/vllm-openai@{digest}"
+
+
+class RecordedContainer:
+    """What ``containers.list`` returns, as far as the GPU check reads it."""
+
+    def __init__(self, name: str, labels: dict[str, str], device_ids: list[str]) -> None:
+        self.name, self.labels = name, labels
+        self.attrs = {"HostConfig": {"DeviceRequests": [
+            {"Driver": "", "Count": 0, "DeviceIDs": device_ids, "Capabilities": [["gpu"]]}]
+            if device_ids else None}}
+
+
+def test_gpus_of_another_tuners_containers_are_busy() -> None:
+    mine = owner_marker()
+    ours = {"tuner.managed": "true", "tuner.owner_pid": mine[OWNER_PID],
+            "tuner.owner_started": mine[OWNER_STARTED]}
+    theirs = {"tuner.managed": "true", "tuner.owner_pid": "4242",
+              "tuner.owner_started": "1700000000.000"}
+    containers = [RecordedContainer("ours", ours, UUIDS[:1]),
+                  RecordedContainer("theirs", theirs, UUIDS[1:]),
+                  RecordedContainer("cpu", theirs, [])]
+    assert gpus_of_others(containers) == {
+        UUIDS[1]: "container theirs of another tuner (pid 4242)"}
