@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from tuner.commands.workload_fit_plot import plot_fit
+from tuner.report.workload_fit_plot import plot_fit
 from tuner.errors import ConfigError
 from tuner.validation import validate
 from tuner.workload.fit_workload import fit_workload
