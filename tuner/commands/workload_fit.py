@@ -7,8 +7,8 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from tuner.report.workload_fit_plot import plot_fit
 from tuner.errors import ConfigError
+from tuner.report.workload_fit_plot import plot_fit
 from tuner.validation import validate
 from tuner.workload.fit_workload import fit_workload
 from tuner.workload.models import Workload
