@@ -126,7 +126,7 @@ def _pg_bin(tool: str) -> str:
     return found
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def postgres() -> Iterator[Postgres]:
     """A throwaway PostgreSQL server: its data in a temporary folder, on a free port of
     127.0.0.1 only, trusting local connections; stopped and removed at the end. As root, the
@@ -157,7 +157,7 @@ def postgres() -> Iterator[Postgres]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def mlflow_server(postgres: Postgres, tmp_path_factory: pytest.TempPathFactory
                   ) -> Iterator[str]:
     """A real ``mlflow server`` backed by the PostgreSQL above, serving (proxying) its
