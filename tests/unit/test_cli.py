@@ -81,12 +81,14 @@ def test_tune_without_a_model_is_bad_input() -> None:
     one_line_error(done, 2, "--model missing")
 
 
+@pytest.mark.slow
 def test_unknown_engine_lists_the_known_ones(tiny_model: Path) -> None:
     done = tune("--engine", "vlm", "--workload", str(WORKLOAD), "--model", str(tiny_model))
     one_line_error(done, 2,
                    "unknown engine 'vlm'; choose one of: llamacpp, sglang, tgi, trtllm, vllm")
 
 
+@pytest.mark.slow
 def test_unknown_sampler_is_bad_input(tiny_model: Path, tmp_path: Path) -> None:
     done = tune("--engine", "vllm", "--workload", str(WORKLOAD), "--model", str(tiny_model),
                 "--sampler", "smac", "--out", str(tmp_path))
@@ -94,6 +96,7 @@ def test_unknown_sampler_is_bad_input(tiny_model: Path, tmp_path: Path) -> None:
                    "of: tpe, tpe-multivariate, gp, random, qmc")
 
 
+@pytest.mark.slow
 def test_device_gpu_without_gpus_is_bad_input(tiny_model: Path, tmp_path: Path) -> None:
     done = tune("--engine", "vllm", "--workload", str(WORKLOAD), "--model", str(tiny_model),
                 "--device", "gpu", "--out", str(tmp_path))
@@ -104,6 +107,7 @@ def test_device_gpu_without_gpus_is_bad_input(tiny_model: Path, tmp_path: Path) 
     (["--launcher", "foo"], "options: launcher: Input should be 'process' or 'docker'"),
     (["--trials", "0"], "options: trials: Input should be greater than or equal to 1"),
 ])
+@pytest.mark.slow
 def test_compare_options_are_one_line(tiny_model: Path, tmp_path: Path, extra: list[str],
                                       needle: str) -> None:
     done = tune("compare", "--engines", "vllm,llamacpp", "--workload", str(WORKLOAD),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.sse_server import sse_server
 from tuner.loadgen import event_loop
 from tuner.loadgen.client import ServerCaps
@@ -22,6 +24,7 @@ def workload() -> Workload:
         "slo": {"ttft_p95_ms": 5000, "itl_p95_ms": 5000}, "cost": {"usd_per_hour": 1.0}})
 
 
+@pytest.mark.slow
 def test_two_workers_merge_into_one_run_in_plan_order(synth: PromptSynth) -> None:
     w = workload()
     offsets = send_offsets_ns(w, None)

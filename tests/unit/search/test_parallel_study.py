@@ -7,6 +7,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
 from tests.unit.search.conftest import SMOKE, MakeContext
 from tuner.hardware import Gpu, Hardware
@@ -43,6 +45,7 @@ class SlowMeasurer(FakeMeasurer):
         return super().capacity(handle, accelerators)
 
 
+@pytest.mark.slow
 def test_parallel_trials_hold_disjoint_gpus(tmp_path: Path, make_ctx: MakeContext) -> None:
     launcher, measurer = FakeLauncher(), SlowMeasurer()
     ctx = make_ctx(launcher, measurer, hardware=HW)

@@ -127,6 +127,7 @@ def test_processes_that_create_at_once_make_one_study(tmp_path: Path,
     assert sum(bool(t.user_attrs.get("defaults")) for t in waiting) == 1
 
 
+@pytest.mark.slow
 def test_a_dead_workers_trial_is_failed_and_retried_a_live_ones_is_not(
         tmp_path: Path, make_ctx: MakeContext, monkeypatch: pytest.MonkeyPatch) -> None:
     # Stale after more than 1 s of silence (SQLite's clock counts whole seconds).
