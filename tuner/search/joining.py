@@ -20,7 +20,7 @@ from tuner.search.shared_study import (
     wait_record,
 )
 from tuner.search.study_config import StudyConfig
-from tuner.search.study_record import StudyRecord, record_of
+from tuner.search.study_record import RECORD_ATTR, StudyRecord, record_of
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,19 @@ def _check_same(cfg: StudyConfig, record: StudyRecord) -> None:
             f"{record.engine!r}, model {record.model!r} and workload "
             f"{record.workload_name!r} (as stored); give another --study-name, or join it "
             f"with: tune worker --study {cfg.name} --storage URL")
+
+
+def _budget_of_rerun(cfg: StudyConfig, study: optuna.Study, record: StudyRecord
+                     ) -> StudyRecord:
+    """``tune`` run again on its study sets the study's trial budget (a larger ``--trials``
+    extends a finished study, as it did before studies were shared); workers read it."""
+    if cfg.trials == record.trials:
+        return record
+    log.info("study %s: trial budget %d -> %d (this command's --trials)", cfg.name,
+             record.trials, cfg.trials)
+    updated = record.model_copy(update={"trials": cfg.trials})
+    study.set_user_attr(RECORD_ATTR, updated.model_dump(mode="json"))
+    return updated
 
 
 def open_shared(cfg: StudyConfig, defaults: dict[str, object], *, create: bool = True,
@@ -76,6 +89,7 @@ def open_shared(cfg: StudyConfig, defaults: dict[str, object], *, create: bool =
         return SharedStudy(study, record, True)
     if create:
         _check_same(cfg, found)
+        found = _budget_of_rerun(cfg, study, found)
     if found.heartbeat_s != cfg.heartbeat_s:  # the study's heartbeat is everyone's
         study = optuna.load_study(study_name=cfg.name,
                                   storage=storage_for(cfg.storage_url, found.heartbeat_s))

@@ -247,3 +247,17 @@ def test_the_time_left_spreads_the_remaining_trials_over_the_busy_workers() -> N
     assert time_left(600.0, 3, running) == 500 + 2 * 600
     assert time_left(600.0, 3, []) == 3 * 600
     assert time_left(None, 3, running) is None
+
+
+def test_tune_run_again_with_more_trials_extends_the_study(tmp_path: Path,
+                                                            make_ctx: MakeContext) -> None:
+    db = tmp_path / "study.db"
+    first = StudyProgress()
+    run_search(config(tmp_path, "host0", db, trials=2), make_ctx(FakeLauncher(), Slow()),
+               NullTracker(), first)
+    again = StudyProgress()
+    run_search(config(tmp_path, "host0", db, trials=3), make_ctx(FakeLauncher(), Slow()),
+               NullTracker(), again)
+    study, record = read_record("shared", f"sqlite:///{db}")
+    assert ledger(study).launched == 3
+    assert record.trials == 3  # what a worker joining now would read
