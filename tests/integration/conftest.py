@@ -122,7 +122,8 @@ def _pg_bin(tool: str) -> str:
     found = shutil.which(tool) or next(iter(sorted(glob.glob(
         f"/usr/lib/postgresql/*/bin/{tool}"), reverse=True)), None)
     if found is None:
-        pytest.skip(f"PostgreSQL's {tool} is not installed (.ci/setup installs postgresql)")
+        pytest.fail(f"PostgreSQL's {tool} is not installed: run .ci/setup as root (it "
+                    "installs postgresql)")
     return found
 
 
