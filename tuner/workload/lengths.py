@@ -16,6 +16,7 @@ import numpy as np
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from tuner.validation import StrictModel
+from tuner.workload.paths import workload_file
 
 Tokens = Annotated[int, Field(ge=1, le=1_000_000)]
 
@@ -117,12 +118,7 @@ class EmpiricalLength(StrictModel):
     @field_validator("file")
     @classmethod
     def _resolve(cls, value: Path, info: ValidationInfo) -> Path:
-        base = (info.context or {}).get("base_dir")
-        path = value if value.is_absolute() or base is None else Path(base) / value
-        if not path.is_file():
-            raise ValueError(f"length file {path} does not exist; give a path relative to the "
-                             "workload file")
-        return path
+        return workload_file(value, info, "length")
 
     @model_validator(mode="after")
     def _load(self) -> EmpiricalLength:

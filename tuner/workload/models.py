@@ -15,6 +15,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from tuner.validation import StrictModel
 from tuner.workload.arrivals import ArrivalProcess, TraceArrivals
 from tuner.workload.lengths import LengthDist
+from tuner.workload.paths import beside_workload
 
 
 class Conversation(StrictModel):
@@ -171,10 +172,7 @@ class Workload(StrictModel):
     @field_validator("tokenizer")
     @classmethod
     def _resolve(cls, value: Path | None, info: ValidationInfo) -> Path | None:
-        base = (info.context or {}).get("base_dir")
-        if value is None or value.is_absolute() or base is None:
-            return value
-        return Path(base) / value
+        return None if value is None else beside_workload(value, info)
 
     @model_validator(mode="after")
     def _mix(self) -> Workload:
