@@ -1,0 +1,132 @@
+"""Does a workload fitted to a log load a server like the log itself? Measured on vLLM CPU.
+
+1. `make_log.py` draws a request log (a Mooncake trace) from a known workload.
+2. `tune workload fit --from log.jsonl` fits a workload to it (fitted.yaml, its report).
+3. The log replayed as a trace (`original.yaml`, its exact send times, lengths and prefix
+   blocks) and the fitted workload (same duration, its own sampled traffic) are each run by
+   `tune bench` against a vLLM started fresh for every run (the engine's defaults, prefix
+   caching on, so no run finds another's prompts cached), in the order original, fitted,
+   original, fitted, ...: output-token throughput and p95 TTFT side by side, with the
+   original-vs-original spread as the noise floor.
+
+Run (from the repository root, after `bash .ci/setup`; about 3 minutes a run on 2 cores):
+    .venv/bin/python experiments/workload-fit/run.py [--rounds 2] [--out DIR]
+It prints the table kept in results.txt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tuner.engines.spec import load_engine_spec
+from tuner.launch.base import LaunchRequest
+from tuner.launch.process import ProcessLauncher
+from tuner.launch.readiness import wait_ready
+
+HERE = Path(__file__).parent
+MODEL = Path.home() / ".cache" / "tuner" / "models" / "tiny-llama"
+SERVED = "tiny-llama"
+SLO = {"ttft_p95_ms": 2000, "itl_p95_ms": 200, "max_error_rate": 0.01}
+COST = {"usd_per_hour": 0.10}
+WARMUP = {"requests": 3}
+
+
+def machine() -> str:
+    info = Path("/proc/cpuinfo").read_text()
+    name = next((ln.split(":", 1)[1].strip() for ln in info.splitlines()
+                 if ln.startswith("model name")), platform.processor())
+    flags = [f for f in ("avx512f", "avx2") if f in info.split()]
+    return f"{name}, {os.cpu_count()} cores, {'+'.join(flags) or 'no avx2'}"
+
+
+def tune(*args: str, cwd: Path) -> None:
+    subprocess.run([sys.executable, "-m", "tuner", *args], cwd=cwd, check=True,
+                   env={**os.environ, "COLUMNS": "100"})
+
+
+def prepare(out: Path) -> tuple[Path, Path, float]:
+    """The log, the fitted workload and the trace workload; the log's duration."""
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "log.jsonl"
+    subprocess.run([sys.executable, str(HERE / "make_log.py"), "--out", str(log)], check=True)
+    tune("workload", "fit", "--from", log.name, "--out", "fitted.yaml", cwd=out)
+    stamps = [json.loads(line)["timestamp"] for line in log.read_text().splitlines()]
+    span_s = (stamps[-1] - stamps[0]) / 1000
+    fitted = yaml.safe_load((out / "fitted.yaml").read_text())
+    fitted.update(tokenizer=str(MODEL), slo=SLO, cost=COST, warmup=WARMUP, seed=1,
+                  stop={"duration_s": round(span_s, 1)})
+    (out / "fitted.yaml").write_text(yaml.safe_dump(fitted, sort_keys=False))
+    original = {"name": "original", "model": SERVED, "tokenizer": str(MODEL),
+                "api": "completions",
+                "arrival": {"process": "trace", "file": log.name, "block_tokens": 512},
+                "stop": {"duration_s": round(span_s + 1, 1)}, "warmup": WARMUP, "seed": 1,
+                "slo": SLO, "cost": COST}
+    (out / "original.yaml").write_text(yaml.safe_dump(original, sort_keys=False))
+    return out / "original.yaml", out / "fitted.yaml", span_s
+
+
+def bench(workload: Path, result: Path) -> dict[str, Any]:
+    """One `tune bench` of ``workload`` on a freshly started vLLM; its summary."""
+    spec = load_engine_spec("vllm")
+    handle = ProcessLauncher().start(LaunchRequest(
+        spec=spec, config={}, model=str(MODEL), served_name=SERVED,
+        log_path=result.with_suffix(".vllm.log")))
+    try:
+        wait_ready(handle, spec, SERVED, timeout_s=600)
+        with result.with_suffix(".txt").open("w") as log:
+            subprocess.run([sys.executable, "-m", "tuner", "bench", "--endpoint",
+                            handle.base_url, "--workload", str(workload), "--json",
+                            str(result)], cwd=workload.parent, check=True, stdout=log,
+                           stderr=subprocess.STDOUT, env={**os.environ, "COLUMNS": "100"})
+    finally:
+        handle.stop()
+    summary: dict[str, Any] = json.loads(result.read_text())["result"]
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=HERE / "run")
+    args = parser.parse_args()
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    original, fitted, span_s = prepare(args.out)
+    rows: list[tuple[str, dict[str, Any]]] = []
+    for n in range(1, args.rounds + 1):
+        for name, workload in (("original", original), ("fitted", fitted)):
+            rows.append((f"{name} {n}", bench(workload, args.out / f"{name}-{n}.json")))
+    vllm = subprocess.run([sys.executable, "-c", "import vllm; print(vllm.__version__)"],
+                          capture_output=True, text=True).stdout.strip()
+    print(f"machine: {machine()}; vLLM {vllm} (CPU), engine defaults, tiny-llama")
+    print(f"log: {span_s:.1f} s, replayed as a trace (original) and as the fitted workload")
+    print(f"{'run':<12}{'requests':>9}{'req/s':>8}{'out tok/s':>11}{'p95 TTFT ms':>13}"
+          f"{'p95 ITL ms':>12}")
+    for name, s in rows:
+        print(f"{name:<12}{s['completed']:>9}{s['request_throughput']:>8.2f}"
+              f"{s['output_token_throughput']:>11.1f}{s['ttft_ms']['p95']:>13.1f}"
+              f"{s['itl_ms']['p95']:>12.1f}")
+    for key, label in (("output_token_throughput", "output tokens/s"),
+                       (("ttft_ms", "p95"), "p95 TTFT")):
+        def value(s: dict[str, Any], key: Any = key) -> float:
+            return float(s[key[0]][key[1]] if isinstance(key, tuple) else s[key])
+        orig = [value(s) for name, s in rows if name.startswith("original")]
+        fit = [value(s) for name, s in rows if name.startswith("fitted")]
+        mean_o, mean_f = sum(orig) / len(orig), sum(fit) / len(fit)
+        spread = (max(orig) - min(orig)) / mean_o
+        print(f"{label}: fitted/original {mean_f / mean_o:.3f} (means of {len(orig)} runs "
+              f"each); original run to run {spread:.1%}")
+
+
+if __name__ == "__main__":
+    main()
