@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tuner.commands.live_progress import RichProgress
+from tuner.commands.progress_display import progress_display
 from tuner.loadgen import event_loop
 from tuner.measurement.bench_report import make_report, write_report
 from tuner.measurement.bench_session import open_bench
@@ -26,7 +26,7 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
         console.print(note)
 
     async def go() -> None:
-        with RichProgress(progress_console) as progress:
+        with progress_display(console, progress_console) as progress:
             progress.status("workload", f"{workload.name} ({workload_path})")
             progress.status("phase", "probing endpoint")
             bench = await open_bench(workload, endpoint, tokenizer=tokenizer,

@@ -17,8 +17,8 @@ from mlflow.tracking import MlflowClient
 from pydantic import BaseModel
 from rich.console import Console
 
-from tuner.commands.live_progress import RichProgress
 from tuner.commands.prepare import Prepared, local_artifacts, prepare
+from tuner.commands.progress_display import progress_display
 from tuner.commands.teardown import guarded
 from tuner.errors import ConfigError, StudyError
 from tuner.hardware import running_on
@@ -146,7 +146,7 @@ def compare_command(engines: list[str], workload: Path, models: dict[str, str], 
     with guarded(*{type(p.launcher): p.launcher for p in preps}.values()), \
             running_on(preps[0].hardware.client_cpus,
                        realtime=preps[0].hardware.client_realtime), \
-            RichProgress(progress_console) as progress:
+            progress_display(console, progress_console) as progress:
         for prep in preps:
             progress.status("study", f"{prep.cfg.name}: {prep.spec.display_name} "
                             f"{prep.engine_version}")

@@ -1,7 +1,7 @@
 """The terminal display of :class:`tuner.loadgen.progress.Progress`: a live panel.
 
 Status lines, then one row per run in progress (its own sent/done/errors and running
-p95s; warm-up requests are not counted), with log records routed through the same
+p95s; warm-up requests are counted apart), with log records routed through the same
 console so they do not tear the display.
 """
 
@@ -11,53 +11,14 @@ import logging
 import threading
 from types import TracebackType
 
-import numpy as np
 from rich.console import Console, Group
 from rich.live import Live
 from rich.logging import RichHandler
 from rich.table import Table
 from rich.text import Text
 
+from tuner.commands.run_counters import RunCounters
 from tuner.loadgen.progress import RunProgress
-from tuner.loadgen.records import RequestRecord
-
-
-class RunRow:
-    """One run's counters, shown as a row while the run goes on."""
-
-    def __init__(self, owner: RichProgress, label: str, planned: int | None) -> None:
-        self._owner = owner
-        self.label = label
-        self.planned = planned
-        self.sent = self.done = self.errors = 0
-        self.ttft_ms: list[float] = []
-        self.itl_ms: list[float] = []
-
-    def request_sent(self, rec: RequestRecord) -> None:
-        if not rec.warmup:
-            self.sent += 1
-
-    def request_done(self, rec: RequestRecord) -> None:
-        if rec.warmup:
-            return
-        self.done += 1
-        if rec.error is not None:
-            self.errors += 1
-        elif rec.ttft_ns is not None:
-            self.ttft_ms.append(rec.ttft_ns / 1e6)
-            self.itl_ms.extend(g / 1e6 for g in rec.itl_ns())
-
-    def finished(self) -> None:
-        self._owner.drop(self)
-
-    def cells(self) -> list[str | Text]:
-        def p95(xs: list[float]) -> str:
-            return f"{np.percentile(xs, 95):.1f} ms" if xs else "-"
-
-        of = f"/{self.planned}" if self.planned else ""
-        return [Text(self.label, style="cyan"), f"sent {self.sent}{of}", f"done {self.done}",
-                f"errors {self.errors}", f"p95 TTFT {p95(self.ttft_ms)}",
-                f"p95 ITL {p95(self.itl_ms)}"]
 
 
 class RichProgress:
@@ -66,7 +27,7 @@ class RichProgress:
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)
         self._status: dict[str, str] = {}
-        self._rows: list[RunRow] = []
+        self._rows: list[RunCounters] = []
         self._lock = threading.Lock()
         self._live = Live(console=self.console, refresh_per_second=4, transient=True,
                           get_renderable=self._render)
@@ -89,15 +50,18 @@ class RichProgress:
         self._status[key] = value
 
     def note(self, text: str) -> None:
-        self.console.print(text)
+        self.console.print(text, highlight=False)
+
+    def log(self, text: str) -> None:
+        """The live rows show it as it happens; a line is for logs (see PlainProgress)."""
 
     def run(self, label: str, planned: int | None) -> RunProgress:
-        row = RunRow(self, label, planned)
+        row = RunCounters(label, planned, self.drop)
         with self._lock:
             self._rows.append(row)
         return row
 
-    def drop(self, row: RunRow) -> None:
+    def drop(self, row: RunCounters) -> None:
         with self._lock:
             if row in self._rows:
                 self._rows.remove(row)
@@ -108,5 +72,5 @@ class RichProgress:
         with self._lock:
             rows = list(self._rows)
         for row in rows:
-            table.add_row(*row.cells())
+            table.add_row(Text(row.label, style="cyan"), *row.cells())
         return Group(*lines, table)

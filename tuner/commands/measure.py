@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import BaseModel
 from rich.console import Console
 
-from tuner.commands.live_progress import RichProgress
 from tuner.commands.prepare import prepare
+from tuner.commands.progress_display import progress_display
 from tuner.commands.teardown import guarded
 from tuner.errors import ConfigError
 from tuner.hardware import running_on
@@ -78,7 +78,7 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
     results: list[TrialResult] = []
     with guarded(prep.launcher), running_on(prep.hardware.client_cpus,
                                                  realtime=prep.hardware.client_realtime), \
-            RichProgress(progress_console) as progress:
+            progress_display(console, progress_console) as progress:
         progress.status("measure", f"{prep.spec.display_name} {prep.engine_version}, "
                         f"{'defaults' if defaults else config}, {repeats} fresh starts")
         ctx = prep.context(progress)

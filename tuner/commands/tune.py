@@ -10,8 +10,8 @@ from pathlib import Path
 from rich.console import Console
 
 from tuner import __version__
-from tuner.commands.live_progress import RichProgress
 from tuner.commands.prepare import prepare
+from tuner.commands.progress_display import progress_display
 from tuner.commands.teardown import guarded
 from tuner.engines.render import render
 from tuner.engines.spec import Device, EngineSpec
@@ -47,7 +47,7 @@ def tune_command(cfg: StudyConfig, settings: Settings, console: Console,
     spec, hw, tracker, eng_version = prep.spec, prep.hardware, prep.tracker, prep.engine_version
     state = StudyProgress()
     with guarded(prep.launcher), running_on(hw.client_cpus, realtime=hw.client_realtime), \
-            RichProgress(progress_console) as progress:
+            progress_display(console, progress_console) as progress:
         if prep.removed:
             progress.note(f"removed {len(prep.removed)} orphaned engine(s) of an earlier run")
         progress.status("study", f"{cfg.name}: {spec.display_name} {eng_version} on "

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tuner.commands.live_progress import RichProgress
 from tuner.commands.prepare import prepare
+from tuner.commands.progress_display import progress_display
 from tuner.commands.teardown import guarded
 from tuner.hardware import running_on
 from tuner.search.ledger import ledger
@@ -33,7 +33,7 @@ def worker_command(name: str, storage: str, *, out: Path, launcher: str, paralle
     hw = prep.hardware
     state = StudyProgress()
     with guarded(prep.launcher), running_on(hw.client_cpus, realtime=hw.client_realtime), \
-            RichProgress(progress_console) as progress:
+            progress_display(console, progress_console) as progress:
         if prep.removed:
             progress.note(f"removed {len(prep.removed)} orphaned engine(s) of an earlier run")
         progress.status("study", f"{name} (worker {worker_id()}): {prep.spec.display_name} "

@@ -32,6 +32,10 @@ class Progress(Protocol):
     def note(self, text: str) -> None:
         """A line that stays (e.g. a trial's outcome)."""
 
+    def log(self, text: str) -> None:
+        """A line for a log (e.g. a capacity step's outcome): printed where the output is not
+        a terminal; a live display shows the same as it happens."""
+
     def run(self, label: str, planned: int | None) -> RunProgress:
         """A run starts: ``planned`` measured requests (None: open-ended)."""
         ...
@@ -55,6 +59,9 @@ class NullProgress:
         pass
 
     def note(self, text: str) -> None:
+        pass
+
+    def log(self, text: str) -> None:
         pass
 
     def run(self, label: str, planned: int | None) -> RunProgress:

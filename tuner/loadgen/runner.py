@@ -114,10 +114,12 @@ class Runner:
         return self._client_spec(pool).client()
 
     async def run(self, load: float | None = None, *, duration_s: float | None = None,
-                  epoch: int = 0, stop_check: StopCheck | None = None) -> RunOutcome:
+                  epoch: int = 0, stop_check: StopCheck | None = None,
+                  label: str | None = None) -> RunOutcome:
         """One run at ``load`` (default: the workload's own) for the workload's stop or
         ``duration_s``. ``epoch`` selects a fresh set of prompts. ``stop_check`` may end the
-        run early (the capacity search passes one; a plain run measures what it was asked)."""
+        run early (the capacity search passes one; a plain run measures what it was asked).
+        ``label`` names the run in progress displays (default: its load)."""
         w = self.workload
         arrival = w.arrival if load is None else w.arrival.with_load(load)
         shaped = w.model_copy(update={"arrival": arrival})
@@ -144,7 +146,7 @@ class Runner:
             else:
                 dispatch = self._sharded(sharded, shaped, reqs, [int(o) for o in offsets],
                                          records, epoch)
-        shown = self.progress.run(f"load {arrival.load:g}", planned)
+        shown = self.progress.run(label or f"load {arrival.load:g} {w.load_unit}", planned)
         try:
             async with self._client(pool) as client, \
                     MetricsScraper(self.metrics_url) as scraper:

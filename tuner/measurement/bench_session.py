@@ -17,6 +17,7 @@ from tuner.loadgen.runner import Runner, StopCheck
 from tuner.loadgen.scraper import wait_idle
 from tuner.measurement.capacity import CapacityResult, find_capacity
 from tuner.measurement.early_stop import SloGuard
+from tuner.measurement.step_line import step_line
 from tuner.measurement.warmup import WARMUP_EPOCH, WarmupResult, warm_up
 from tuner.metrics.run_summary import RunSummary, summarise
 from tuner.workload.arrivals import ConcurrencyArrivals
@@ -41,15 +42,24 @@ class Bench:
         """End the client's worker processes (if the runs used several)."""
         self.runner.close()
 
+    def load_label(self, load: float | None = None) -> str:
+        """``load 4 req/s``: a load with its unit."""
+        value = self.workload.arrival.load if load is None else load
+        return f"load {value:.3g} {self.workload.load_unit}"
+
     async def once(self, load: float | None = None, *, epoch: int = 0,
                    duration_s: float | None = None, stop_check: StopCheck | None = None,
-                   keep: bool = True) -> RunSummary:
-        """One run; its records are kept in ``records`` unless ``keep`` is False (warm-up)."""
+                   keep: bool = True, label: str | None = None) -> RunSummary:
+        """One run; its records are kept in ``records`` unless ``keep`` is False (warm-up).
+        ``label`` names it in progress (default: its load); its outcome is logged as a line."""
+        label = label or self.load_label(load)
         outcome = await self.runner.run(load, epoch=epoch, duration_s=duration_s,
-                                        stop_check=stop_check)
+                                        stop_check=stop_check, label=label)
         if keep:
             self.records.extend(outcome.records)
-        return summarise(outcome, self.workload, self.caps, self.accelerators)
+        summary = summarise(outcome, self.workload, self.caps, self.accelerators)
+        self.runner.progress.log(step_line(label, summary))
+        return summary
 
     def step_duration(self, load: float) -> float | None:
         """How long a step at ``load`` lasts: the workload's step duration, or (open loop)
@@ -79,7 +89,8 @@ class Bench:
             else:
                 duration = rounds / load
             return await self.once(load, epoch=WARMUP_EPOCH + i, duration_s=duration,
-                                   keep=False)
+                                   keep=False, label=f"engine warm-up round {i + 1}, "
+                                   f"{self.load_label(load)}")
         return await warm_up(run_round, cfg)
 
     async def capacity(self, *, first_epoch: int = 0,
@@ -98,10 +109,11 @@ class Bench:
             if before_step is not None:
                 before_step()
             await wait_idle(self.runner.metrics_url)  # what the last step left must not count
-            self.runner.progress.status("phase", f"measuring at load {load:.3g}")
+            label = f"step {epoch + 1}, {self.load_label(load)}"
+            self.runner.progress.status("phase", f"measuring {label}")
             return await self.once(load, epoch=first_epoch + epoch,
                                    duration_s=self.step_duration(load),
-                                   stop_check=self.guard(load))
+                                   stop_check=self.guard(load), label=label)
 
         found = await find_capacity(step, start, cfg, integer=integer)
         return found.model_copy(update={"warmup": warmed})

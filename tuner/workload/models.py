@@ -196,6 +196,14 @@ class Workload(StrictModel):
         """Whether some class is made of conversations (the plan is then one of sessions)."""
         return any(c.session is not None for c in self.classes)
 
+    @property
+    def load_unit(self) -> str:
+        """What a load of this workload counts: requests per second, sessions per second
+        (conversations start at the rate) or concurrent requests."""
+        if self.has_sessions:
+            return "sessions/s"
+        return self.arrival.unit
+
     def max_request_tokens(self) -> int:
         """The longest request the workload can send: prompt (with prefix) plus output."""
         prefix = self.prefix.tokens if self.prefix is not None else 0

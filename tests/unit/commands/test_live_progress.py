@@ -7,7 +7,8 @@ import io
 
 from rich.console import Console
 
-from tuner.commands.live_progress import RichProgress, RunRow
+from tuner.commands.live_progress import RichProgress
+from tuner.commands.run_counters import RunCounters
 from tuner.loadgen.records import RequestRecord
 
 
@@ -23,8 +24,8 @@ def test_runs_side_by_side_keep_their_own_counters() -> None:
     progress = RichProgress(console)
     a = progress.run("trial 1 load 2", 3)
     b = progress.run("trial 2 load 4", 5)
-    assert isinstance(a, RunRow)
-    assert isinstance(b, RunRow)
+    assert isinstance(a, RunCounters)
+    assert isinstance(b, RunCounters)
     for r in (rec(warmup=True), rec(), rec()):
         a.request_sent(r)
         a.request_done(r)
@@ -36,7 +37,7 @@ def test_runs_side_by_side_keep_their_own_counters() -> None:
     assert c.sent == 0  # type: ignore[attr-defined]
     console.print(progress._render())
     shown = console.file.getvalue()  # type: ignore[attr-defined]
-    assert "sent 2/3" in shown
+    assert "sent 2/3 (+1 warm-up)" in shown
     assert "sent 1/5" in shown
     a.finished()
     console.file = io.StringIO()

@@ -1,0 +1,80 @@
+"""Progress where the output is not a terminal: plain lines as the work goes on, not a live
+panel that shows nothing until the end. Against the test SSE server (a fake at the HTTP
+seam); the same against a real engine is tests/integration/test_bench_progress.py."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from tests.sse_server import sse_server
+from tests.unit.cli_runner import TUNE
+
+WORKLOAD = """\
+name: piped
+model: tiny-llama
+classes:
+  - {name: c, weight: 1, input: {dist: fixed, value: 32}, output: {dist: fixed, value: 8}}
+arrival: {process: constant, rate: 8}
+stop: {duration_s: 3}
+warmup: {requests: 2}
+slo: {ttft_p95_ms: 1000, itl_p95_ms: 200}
+cost: {usd_per_hour: 1.0}
+"""
+
+
+def test_piped_bench_prints_progress_lines_before_it_ends(tiny_model: Path,
+                                                          tmp_path: Path) -> None:
+    workload = tmp_path / "w.yaml"
+    workload.write_text(WORKLOAD)
+    errors = tmp_path / "stderr.txt"
+    with sse_server(gap_s=0.01) as url, errors.open("w") as err:
+        proc = subprocess.Popen([*TUNE, "bench", "--endpoint", url, "--workload",
+                                 str(workload), "--tokenizer", str(tiny_model)],
+                                stdout=subprocess.PIPE, stderr=err, text=True)
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        running_then = proc.poll() is None
+        rest = proc.stdout.read()
+        proc.wait(timeout=60)
+    assert proc.returncode == 0, errors.read_text()
+    assert running_then, "the first line came only when the command had ended"
+    assert first.startswith("workload: piped"), first
+    lines = [first.rstrip("\n"), *rest.splitlines()]
+    assert "phase: probing endpoint" in lines
+    run_line = next(line for line in lines if line.startswith("load 8 req/s: sent "))
+    assert "done" in run_line
+    assert "p95 TTFT" in run_line
+    assert run_line.endswith(": pass"), run_line
+    assert "╭" not in rest
+    assert "\x1b[" not in rest
+
+
+def test_plain_lines_come_while_a_run_goes_on(tiny_model: Path, tmp_path: Path) -> None:
+    """A run longer than the line interval shows its counters while it runs."""
+    from rich.console import Console
+
+    from tuner.commands.plain_progress import PlainProgress
+    from tuner.loadgen.records import RequestRecord
+
+    out = tmp_path / "lines.txt"
+    with out.open("w") as fh, PlainProgress(Console(file=fh), every_s=0.05) as progress:
+        progress.status("phase", "starting engine (1s)")
+        progress.status("phase", "starting engine (2s)")  # only its number moved: not shown
+        run = progress.run("step 1, load 2 req/s", 10)
+        for warm in (True, False, False):
+            rec = RequestRecord(index=0, class_name="c", prefix_group=None, input_tokens=1,
+                                planned_output_tokens=1, scheduled_ns=0, warmup=warm,
+                                first_token_ns=3_000_000, done_ns=4_000_000)
+            run.request_sent(rec)
+            run.request_done(rec)
+        time.sleep(0.3)
+        run.finished()
+        progress.status("phase", "measuring")
+    lines = out.read_text().splitlines()
+    assert lines[0] == "phase: starting engine (1s)"
+    assert "phase: starting engine (2s)" not in lines
+    assert ("step 1, load 2 req/s: sent 2/10 (+1 warm-up), done 2, errors 0, "
+            "p95 TTFT 3.0 ms, p95 ITL -") in lines
+    assert lines[-1] == "phase: measuring"
