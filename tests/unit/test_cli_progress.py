@@ -8,6 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.sse_server import sse_server
 from tests.unit.cli_runner import TUNE
 
@@ -24,6 +26,7 @@ cost: {usd_per_hour: 1.0}
 """
 
 
+@pytest.mark.slow
 def test_piped_bench_prints_progress_lines_before_it_ends(tiny_model: Path,
                                                           tmp_path: Path) -> None:
     workload = tmp_path / "w.yaml"

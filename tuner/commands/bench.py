@@ -37,7 +37,7 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
                     capacity = await bench.capacity()
                     report = make_report(bench, workload_path, capacity=capacity)
                 else:
-                    progress.status("phase", f"measuring at load {workload.arrival.load:.3g}")
+                    progress.status("phase", f"measuring at {bench.load_label()}")
                     single = await bench.once()
                     report = make_report(bench, workload_path, single=single)
             except (asyncio.CancelledError, KeyboardInterrupt):
@@ -48,13 +48,14 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
             finally:
                 bench.close()
         if report.capacity is not None:
-            console.print(capacity_table(report.capacity))
+            console.print(capacity_table(report.capacity, workload.capacity,
+                                         workload.load_unit))
         if report.result is not None:
             title = ("at the highest load that meets the SLOs" if find_capacity
                      else "at the workload's load")
             console.print(summary_table(report.result, title))
-        else:
-            console.print("no load met the SLOs")
+        elif not find_capacity:
+            console.print("no figures: the run measured no request")
         if not bench.caps.forces_output_length:
             console.print(f"note: output lengths {report.output_lengths}")
         if json_path is not None:

@@ -32,6 +32,10 @@ class RunSummary(BaseModel):
     """Every figure of one run at one load."""
 
     load: float
+    load_unit: str = "req/s"
+    """What ``load`` counts: req/s, sessions/s (conversations) or concurrent requests."""
+    sent_rps: float | None = None
+    """The rate measured requests were actually sent at: (n - 1) / (last send - first send)."""
     planned: int | None
     requests: int
     completed: int
@@ -126,8 +130,12 @@ def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: 
     sized = [r for r in ok if r.output_tokens is not None]
     prompted = [r for r in ok if r.prompt_tokens is not None]
     offset = caps.chat_template_tokens or 0
+    sends = sorted(r.sent_ns for r in recs)
+    sent_span_s = (sends[-1] - sends[0]) / 1e9 if len(sends) > 1 else 0.0
     return RunSummary(
         load=outcome.load,
+        load_unit=w.load_unit,
+        sent_rps=(len(sends) - 1) / sent_span_s if sent_span_s > 0 else None,
         planned=outcome.planned,
         requests=len(recs),
         completed=len(ok),

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 from tuner.measurement.capacity import CapacityResult
 from tuner.metrics.cost import money
 from tuner.metrics.figures import Dist
 from tuner.metrics.run_summary import RunSummary
+from tuner.report.capacity_text import capacity_headline, stop_reason
+from tuner.workload.models import CapacitySearch
 
 
 def _ms(d: Dist, key: str) -> str:
@@ -18,7 +21,9 @@ def _ms(d: Dist, key: str) -> str:
 
 def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
     rows = [
-        ("load", f"{s.load:.3g}"),
+        ("load", f"{s.load:.3g} {s.load_unit}"),
+        ("sent", f"{s.requests} requests" + ("" if s.sent_rps is None
+                                             else f" at {s.sent_rps:.3g} req/s")),
         ("requests ok / errors", f"{s.completed} / {s.errors} ({s.error_rate:.1%})"),
         ("request throughput", f"{s.request_throughput:.3f} req/s"),
         ("output tokens/s", f"{s.output_token_throughput:.1f}"),
@@ -67,17 +72,27 @@ def summary_table(s: RunSummary, title: str) -> Group:
     return Group(lat, facts)
 
 
-def capacity_table(c: CapacityResult) -> Table:
-    t = Table(title=f"capacity search ({c.stopped_by})", title_justify="left")
-    for col in ("step", "load", "SLO", "p95 TTFT ms", "p95 ITL ms", "out tok/s", "$/M out",
-                "note"):
-        t.add_column(col, justify="right" if col not in ("SLO", "note") else "left")
-    for i, s in enumerate(c.steps):
-        t.add_row(str(i), f"{s.load:.3g}", "pass" if s.slo.passed else "fail",
+def step_note(s: RunSummary) -> str | None:
+    return s.client_saturated or (f"stopped early: {s.stopped_early}" if s.stopped_early
+                                  else None)
+
+
+def capacity_table(c: CapacityResult, cfg: CapacitySearch, unit: str) -> Group:
+    """Every step (notes below the table, so it fits a piped 80 columns), the capacity with
+    its bracket, and why the search stopped."""
+    t = Table(title=f"capacity search (load in {unit}; sent: the rate requests went out, "
+              "req/s; p95s in ms)", title_justify="left")
+    for col in ("step", "load", "sent", "SLO", "TTFT p95", "ITL p95", "out tok/s", "$/M out"):
+        t.add_column(col, justify="left" if col == "SLO" else "right")
+    notes = []
+    for i, s in enumerate(c.steps, 1):
+        note = step_note(s)
+        if note:
+            notes.append(f"step {i}: {note}")
+        t.add_row(str(i), f"{s.load:.3g}", "-" if s.sent_rps is None else f"{s.sent_rps:.3g}",
+                  "pass" if s.slo.passed else "fail",
                   _ms(s.ttft_ms, "p95"), _ms(s.itl_ms, "p95"),
-                  f"{s.output_token_throughput:.1f}", money(s.cost_per_m_output_tokens),
-                  (s.client_saturated or s.stopped_early or "")[:48])
-    if c.stopped_by == "client_saturated":
-        t.caption = ("the load generator was saturated: the capacity is at least the highest "
-                     "load that passed; give it more cores or processes (--workers)")
-    return t
+                  f"{s.output_token_throughput:.1f}", money(s.cost_per_m_output_tokens))
+    lines = [Text(n) for n in notes]
+    lines += [Text(capacity_headline(c, unit), style="bold"), Text(stop_reason(c, cfg, unit))]
+    return Group(t, *lines)

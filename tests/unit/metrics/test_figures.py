@@ -74,3 +74,12 @@ def test_records_round_trip_through_csv(tmp_path) -> None:  # type: ignore[no-un
     recs[1].error, recs[1].prefix_group = "HTTP 500: x", 2
     write_records_csv(recs, tmp_path / "r.csv")
     assert read_records_csv(tmp_path / "r.csv") == recs
+
+
+def test_the_rate_requests_went_out_is_next_to_the_nominal_load() -> None:
+    """13 requests sent over 4.8 s of a step at load 4: sent at 2.5 req/s."""
+    recs = [done(i, i * 400, 10, [5]) for i in range(13)]
+    s = summarise(RunOutcome(4.0, recs, None, 5 * 10**9, None, None), W, ServerCaps())
+    assert s.load == 4.0
+    assert s.load_unit == "req/s"
+    assert s.sent_rps == 12 / 4.8
