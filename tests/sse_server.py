@@ -1,5 +1,6 @@
 """A minimal OpenAI-style streaming server: raw asyncio, 127.0.0.1. Each completion streams
-``max_tokens`` events ``gap_s`` apart, shaped as vLLM's (continuous usage), then [DONE].
+``max_tokens`` events ``gap_s`` apart, shaped as vLLM's (continuous usage), then [DONE];
+``GET /metrics`` answers a fixed Prometheus text (:data:`METRICS`).
 
 Client tests run it on a thread of the test process (``sse_server``, a free port);
 experiments/benchmarks/client_cost.py runs it as its own process:
@@ -14,6 +15,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+METRICS = (b"vllm:kv_cache_usage_perc 0.0001\nvllm:num_requests_running 0\n"
+           b"vllm:num_requests_waiting 0\n")
+"""GET /metrics: a vLLM-style exposition (a tiny KV-cache usage, an idle engine)."""
+
 
 async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                   gap_s: float) -> None:
@@ -23,6 +28,10 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
             length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
                            if line.lower().startswith(b"content-length:")), 0)
             body = await reader.readexactly(length) if length else b""
+            if head.startswith(b"GET /metrics"):
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n"
+                             b"content-length: %d\r\n\r\n%s" % (len(METRICS), METRICS))
+                continue
             if head.startswith(b"GET"):
                 data = json.dumps({"data": [{"id": "tiny-llama"}]}).encode()
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"

@@ -1,6 +1,6 @@
 """What `tune bench` prints about what it measured, through the real command line against the
 test SSE server (a fake at the HTTP seam): loads with their units, the rate requests actually
-went out, the capacity's bracket and why its search stopped."""
+went out, the capacity's bracket and why its search stopped, the engine's metrics."""
 
 from __future__ import annotations
 
@@ -42,3 +42,7 @@ def test_capacity_says_its_bracket_and_why_it_stopped(tiny_model: Path, tmp_path
             "before any load failed: the capacity may be higher") in out
     assert "│ load │ 16 req/s │" in " ".join(out.split())
     assert "sent │ 32 requests at 16 req/s" in out
+    # Engine metrics scraped often enough to see the run, small values with their digits.
+    assert "KV-cache usage mean / max │ 0.01% / 0.01%" in out
+    scrapes = int(out.split("engine metrics │ ")[1].split()[0])
+    assert scrapes >= 4  # a 2 s step: its first and last scrape, and more between

@@ -1,7 +1,9 @@
 """Scrape an engine's Prometheus metrics during a run.
 
-Gauges (KV-cache usage, queue length, running batch) are sampled every 5 seconds (a
-scrape costs the server CPU, so not more often) and reported as mean and max; counters
+Gauges (KV-cache usage, queue length, running batch) are sampled every half second, or less
+often when a scrape takes longer: a scrape costs the server the time it takes to answer, so
+the interval is at least fifty times that (the engine spends at most 2% of the run answering),
+and reported as mean and max; counters
 (preemptions, prefix-cache hits and queries) are reported as the difference between the
 last and the first scrape. Names are listed per engine below; values are summed over
 label sets (DP ranks), except KV-cache usage, a share, which is averaged over them.
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -133,12 +136,25 @@ async def wait_idle(url: str | None, *, timeout_s: float = 60.0, poll_s: float =
 _MISSING: set[str] = set()  # endpoints already reported missing: say so once, not every run
 
 
-class MetricsScraper:
-    """Polls ``url`` every ``interval_s`` while running; a missing endpoint disables it."""
+MIN_INTERVAL_S = 0.5
+MAX_DUTY = 0.02
+"""The most of the run's time the engine may spend answering scrapes."""
 
-    def __init__(self, url: str | None, interval_s: float = 5.0) -> None:
+
+def next_interval(scrape_s: float, min_interval_s: float = MIN_INTERVAL_S,
+                  max_duty: float = MAX_DUTY) -> float:
+    """Seconds to the next scrape after one that took ``scrape_s``."""
+    return max(min_interval_s, scrape_s / max_duty)
+
+
+class MetricsScraper:
+    """Polls ``url`` while running (see :func:`next_interval`); a missing endpoint disables
+    it."""
+
+    def __init__(self, url: str | None, min_interval_s: float = MIN_INTERVAL_S) -> None:
         self.url = url
-        self.interval_s = interval_s
+        self.min_interval_s = min_interval_s
+        self.interval_s = min_interval_s
         self.scrapes: list[dict[str, float]] = []
         self._task: asyncio.Task[None] | None = None
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(5.0))
@@ -147,7 +163,9 @@ class MetricsScraper:
         if self.url is None:
             return
         try:
+            t0 = time.perf_counter()
             resp = await self._http.get(self.url)
+            self.interval_s = next_interval(time.perf_counter() - t0, self.min_interval_s)
             if resp.status_code != 200:
                 level = logging.DEBUG if self.url in _MISSING else logging.INFO
                 _MISSING.add(self.url)

@@ -19,6 +19,19 @@ def _ms(d: Dist, key: str) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+def share(value: float) -> str:
+    """A share as a percentage with its digits: 0.0001 is 0.01%, not 0.0%."""
+    pct = value * 100
+    if pct == 0 or pct >= 1:
+        return f"{pct:.1f}%"
+    return f"{pct:.2g}%"
+
+
+def count(value: float) -> str:
+    """A count or a mean of counts: 3, 0.25, 0.0012."""
+    return f"{value:.3g}"
+
+
 def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
     rows = [
         ("load", f"{s.load:.3g} {s.load_unit}"),
@@ -46,13 +59,16 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
     srv = s.server
     if srv is not None:
         for label, value, fmt in (
-            ("KV-cache usage max", srv.kv_cache_usage_max, "{:.1%}"),
-            ("queue length max", srv.queue_length_max, "{:g}"),
-            ("preemptions", srv.preemptions, "{:g}"),
-            ("prefix-cache hit rate", srv.prefix_cache_hit_rate, "{:.1%}"),
+            ("KV-cache usage mean / max", (srv.kv_cache_usage_mean, srv.kv_cache_usage_max),
+             share),
+            ("requests running mean / max", (srv.running_mean, srv.running_max), count),
+            ("queue length mean / max", (srv.queue_length_mean, srv.queue_length_max), count),
+            ("preemptions", (srv.preemptions,), count),
+            ("prefix-cache hit rate", (srv.prefix_cache_hit_rate,), share),
         ):
-            if value is not None:
-                rows.append((label, fmt.format(value)))
+            if all(v is not None for v in value):
+                rows.append((label, " / ".join(fmt(v) for v in value if v is not None)))
+        rows.append(("engine metrics", f"{srv.samples} scrapes"))
     return rows
 
 
