@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("launch",),
     ("search",),
     ("tracking",),
-    ("report",),
+    ("report", "deploy"),
     ("commands",),
     ("cli", "__main__"),
 ]

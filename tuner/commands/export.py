@@ -1,0 +1,68 @@
+"""``tune export --study DIR --format F``: a study's chosen configuration as what people deploy.
+
+The configuration is the study's winner (the re-measured one, or the cheapest trial), or a
+point of its Pareto front (``--pick cheapest|fastest|ttft_p95_ms<=X``). Nothing is started.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuner.deploy.chosen import Chosen, Sizing, dns_name
+from tuner.deploy.formats import Where, export_format
+from tuner.engines.spec import Device, load_engine_spec
+from tuner.errors import ConfigError
+from tuner.launch.docker import image_ref
+from tuner.search.outcome import TrialResult
+from tuner.search.pareto import TradeOff, tradeoff_points
+from tuner.search.pick import choose, parse_pick
+from tuner.search.study_folder import StudyFolder, read_study_folder
+from tuner.settings import Settings
+
+
+def target(folder: StudyFolder, pick: str | None) -> TradeOff | TrialResult:
+    """The trial to export: the pick's point of the front, or the study's winner (its
+    cheapest trial while it has no summary)."""
+    if pick is not None:
+        return choose(folder.front(), parse_pick(pick))
+    winner = folder.winner()
+    if winner is not None:
+        return winner
+    return choose(folder.front(), parse_pick("cheapest"))
+
+
+def chosen_of(folder: StudyFolder, picked: TradeOff | TrialResult, *, image: str | None,
+              name: str | None, port: int, sizing: Sizing) -> Chosen:
+    spec = load_engine_spec(folder.engine)
+    device: Device = "gpu" if folder.device == "gpu" else "cpu"
+    if isinstance(picked, TrialResult):
+        number, defaults, knobs = picked.number, picked.defaults, picked.config
+        figures = next(iter(tradeoff_points([picked])), None)
+    else:
+        number, defaults, knobs, figures = picked.trial, picked.defaults, picked.config, picked
+    served = folder.host.get("served_name") or folder.config.get("served_name")
+    if not served:
+        raise ConfigError(f"{folder.path}: no host.json names the model the study served (an "
+                          "earlier tuner made the folder); run the study again with this one")
+    found = image or folder.host.get("image") or folder.config.get("image") or (
+        image_ref(spec.container, device, folder.config.get("image_tag"))
+        if spec.container else None)
+    hardware = (folder.summary or {}).get("hardware")
+    return Chosen(spec=spec, study=folder.name, trial=number, defaults=defaults, knobs=knobs,
+                  device=device, accelerators=picked.accelerators,
+                  model=str(folder.config["model"]), served_name=str(served), image=found,
+                  name=name or dns_name(f"{folder.name}-t{number}"), port=port,
+                  figures=figures, hardware=hardware, sizing=sizing)
+
+
+def export_command(study_dir: Path, fmt: str, *, pick: str | None, image: str | None,
+                   name: str | None, port: int, sizing: Sizing, settings: Settings) -> str:
+    """The exported file's text (written by the caller)."""
+    form = export_format(fmt)
+    if not 1 <= port <= 65535:
+        raise ConfigError(f"--port {port}: give a port from 1 to 65535")
+    folder = read_study_folder(study_dir)
+    chosen = chosen_of(folder, target(folder, pick), image=image, name=name, port=port,
+                       sizing=sizing)
+    return form.render(chosen, Where(cache_root=settings.cache_dir,
+                                     options_dir=study_dir / "export"))
