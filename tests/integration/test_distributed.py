@@ -5,7 +5,11 @@ The engines are the unit tests' fake (``TUNER_FAKE_ENGINE``, tests/integration/f
 what is proven here is the sharing of the study, not any engine. The study's budget is
 global, the defaults and each enqueued configuration run once, no trial runs twice, every
 trial is a nested run of the study's one MLflow parent; a worker killed mid-trial loses
-nothing: its trial is failed by its heartbeat and run again by another worker."""
+nothing: its trial is failed by its heartbeat and run again by another worker. The
+re-measurement is shared too: its fresh starts are units that both workers take, each once, a
+killed worker's unit is run again by another, both end with the same summary, the MLflow
+parent gets it once, and ``tune status`` shows it from an empty folder. The last test runs two
+workers of a real llama.cpp study."""
 
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tests.integration.conftest import Postgres
 from tuner.search.ledger import WORKER, rejected
+from tuner.search.remeasure_round import LOST, UNIT
 from tuner.search.shared_study import driver_url
 from tuner.search.study_record import RECORD_ATTR
 
@@ -50,12 +55,15 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def creator(name: str, storage: str, tracking: str, model: Path, out: Path,
-            trials: int) -> list[str]:
+            trials: int, remeasure: tuple[int, int] = (0, 1)) -> list[str]:
+    """``tune`` creating the study; ``remeasure``: its top configurations to re-measure and
+    the fresh starts of each."""
     return [sys.executable, "-m", "tuner", "--engine", "vllm",
             "--workload", str(DATA / "workload-ci.yaml"),
             "--search-space", str(DATA / "space-ci.yaml"), "--enqueue",
             str(DATA / "enqueue-ci.yaml"), "--model", str(model), "--trials", str(trials),
-            "--remeasure-top", "0", "--storage", storage, "--tracking-uri", tracking,
+            "--remeasure-top", str(remeasure[0]), "--repeats", str(remeasure[1]),
+            "--storage", storage, "--tracking-uri", tracking,
             "--study-name", name, "--heartbeat", "1", "--out", str(out)]
 
 
@@ -192,3 +200,164 @@ def test_joining_a_study_that_does_not_exist_is_bad_input(postgres: Postgres,
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1
     assert "--study nope: no such study" in lines[0]
+
+
+def round_of(name: str, storage: str) -> optuna.Study | None:
+    """The study's re-measurement (an Optuna study beside it, per search budget), once made."""
+    names = [n for n in optuna.get_all_study_names(storage=driver_url(storage))
+             if n.startswith(f"{name}.remeasure-")]
+    assert len(names) <= 1, names
+    return optuna.load_study(study_name=names[0], storage=driver_url(storage)) if names else None
+
+
+def units(round_: optuna.Study) -> list[FrozenTrial]:
+    return [t for t in round_.get_trials() if UNIT in t.user_attrs]
+
+
+def done_units(round_: optuna.Study) -> dict[str, FrozenTrial]:
+    """Each unit's finished trial, by its candidate and repeat (exactly one each)."""
+    done = [t for t in units(round_) if t.state == TrialState.COMPLETE]
+    keyed = {json.dumps(t.user_attrs[UNIT], sort_keys=True): t for t in done}
+    assert len(keyed) == len(done), "a unit ran twice"
+    return keyed
+
+
+def test_two_workers_share_the_re_measurement(postgres: Postgres, mlflow_server: str,
+                                              model_dir: Path, tmp_path: Path) -> None:
+    storage = postgres.create_database("optuna_remeasure")
+    first = start(creator("again", storage, mlflow_server, model_dir, tmp_path / "host-a", 3,
+                          remeasure=(1, 3)), tmp_path / "host-a", 2)
+    wait_ready("again", storage)
+    second = start(worker("again", storage, tmp_path / "host-b"), tmp_path / "host-b", 2)
+    finish(first, tmp_path / "host-a")
+    finish(second, tmp_path / "host-b")
+
+    round_ = round_of("again", storage)
+    assert round_ is not None
+    done = done_units(round_)
+    assert len(done) == len(units(round_)) == 6  # the defaults and the best, 3 starts each
+    assert len({t.user_attrs[WORKER] for t in done.values()}) == 2, "one worker took them all"
+    records = {h: sorted(p.name for p in (tmp_path / h / "again" / "records").glob(
+        "remeasure-*.csv")) for h in ("host-a", "host-b")}
+    assert records["host-a"]
+    assert records["host-b"]
+    assert len(set(records["host-a"]) | set(records["host-b"])) == 6  # each start on one host
+    summaries = [json.loads((tmp_path / h / "again" / "summary.json").read_text())
+                 for h in ("host-a", "host-b")]
+    assert summaries[0]["remeasure"]["candidates"] == summaries[1]["remeasure"]["candidates"]
+    assert len(summaries[0]["remeasure"]["runs"]) == 6
+    assert all(r["failure"] is None for r in summaries[0]["remeasure"]["runs"])
+    for h in ("host-a", "host-b"):
+        assert "defaults vs best" in (tmp_path / h / "out.txt").read_text()
+
+    client = MlflowClient(tracking_uri=mlflow_server)
+    exp = client.get_experiment_by_name("again")
+    assert exp is not None
+    parents = client.search_runs([exp.experiment_id], "tags.`tuner.role` = 'study'")
+    assert len(parents) == 1
+    assert parents[0].info.status == "FINISHED"
+    # the study's summary was recorded once, by one of the two
+    assert len(client.get_metric_history(parents[0].info.run_id, "wall_s")) == 1
+
+    empty = tmp_path / "host-c"
+    empty.mkdir()
+    status = subprocess.run([sys.executable, "-m", "tuner", "status", "--study", "again",
+                             "--storage", storage], capture_output=True, text=True,
+                            timeout=120, cwd=empty)
+    assert status.returncode == 0, status.stderr
+    assert "trials: 3 of 3 done, 0 running" in status.stdout
+    assert "re-measurement: 6 of 6 fresh starts done, 0 running, 0 queued" in status.stdout
+    assert "re-measured best: trial" in status.stdout
+    assert list(empty.iterdir()) == []  # it ran nothing and wrote nothing
+
+
+def test_a_worker_killed_mid_re_measurement_loses_nothing(
+        postgres: Postgres, mlflow_server: str, model_dir: Path, tmp_path: Path) -> None:
+    storage = postgres.create_database("optuna_remeasure_kill")
+    first = start(creator("rekill", storage, mlflow_server, model_dir, tmp_path / "host-a", 2,
+                          remeasure=(1, 3)), tmp_path / "host-a", 3)
+    wait_ready("rekill", storage)
+    victim = start(worker("rekill", storage, tmp_path / "host-b"), tmp_path / "host-b", 3)
+
+    def victims_unit() -> FrozenTrial | None:
+        found = round_of("rekill", storage)
+        return None if found is None else next(
+            (t for t in units(found) if t.state == TrialState.RUNNING
+             and str(t.user_attrs.get(WORKER, "")).endswith(f":{victim.pid}")), None)
+
+    deadline = time.monotonic() + 180
+    while True:  # a unit of the victim's still running a second later
+        assert victim.poll() is None, (tmp_path / "host-b" / "err.txt").read_text()[-2000:]
+        assert time.monotonic() < deadline, "the victim never took a unit"
+        seen = victims_unit()
+        time.sleep(1)
+        lost = victims_unit()
+        if seen is not None and lost is not None and lost.number == seen.number:
+            break
+    victim.send_signal(signal.SIGKILL)  # mid-start
+    victim.wait()
+    finish(first, tmp_path / "host-a")
+
+    round_ = round_of("rekill", storage)
+    assert round_ is not None
+    trials = {t.number: t for t in round_.get_trials()}
+    assert trials[lost.number].state == TrialState.FAIL  # failed by its heartbeat
+    retried = [t for t in trials.values() if t.system_attrs.get("failed_trial") == lost.number]
+    assert len(retried) == 1
+    assert retried[0].state == TrialState.COMPLETE
+    assert retried[0].user_attrs[UNIT] == lost.user_attrs[UNIT]
+    assert retried[0].user_attrs[WORKER] != lost.user_attrs[WORKER]
+    assert len(done_units(round_)) == 6
+    summary = json.loads((tmp_path / "host-a" / "rekill" / "summary.json").read_text())
+    assert [r["failure"] for r in summary["remeasure"]["runs"]] == [None] * 6
+    assert LOST not in (tmp_path / "host-a" / "out.txt").read_text()
+
+
+@pytest.mark.slow
+def test_two_llamacpp_workers_run_one_study(postgres: Postgres, mlflow_server: str,
+                                            gguf_model: Path, tmp_path: Path) -> None:
+    """Real engines: two llama.cpp workers on one study (each its own folder, as on two
+    hosts), through PostgreSQL and the MLflow server; status from a third folder."""
+    storage = postgres.create_database("optuna_llama")
+    real = {**os.environ, "TUNER_PIN_CORES": "0"}  # two hosts' worth of processes on one
+
+    def run(cmd: list[str], folder: Path) -> subprocess.Popen[str]:
+        folder.mkdir(parents=True, exist_ok=True)
+        return subprocess.Popen(cmd, cwd=folder, env=real, text=True,
+                                stdout=(folder / "out.txt").open("w"),
+                                stderr=(folder / "err.txt").open("w"))
+
+    first = run([sys.executable, "-m", "tuner", "--engine", "llamacpp",
+                 "--workload", str(DATA / "workload-llamacpp-ci.yaml"),
+                 "--model", str(gguf_model), "--trials", "3", "--remeasure-top", "1",
+                 "--repeats", "1", "--enqueue", str(DATA / "enqueue-llamacpp.yaml"),
+                 "--storage", storage, "--tracking-uri", mlflow_server,
+                 "--study-name", "llama", "--seed", "1", "--out", str(tmp_path / "host-a")],
+                tmp_path / "host-a")
+    wait_ready("llama", storage, timeout=300)
+    second = run(worker("llama", storage, tmp_path / "host-b"), tmp_path / "host-b")
+    finish(first, tmp_path / "host-a", timeout=1500)
+    finish(second, tmp_path / "host-b", timeout=600)
+
+    study = optuna.load_study(study_name="llama", storage=driver_url(storage))
+    assert len(launched(study)) == 3
+    round_ = round_of("llama", storage)
+    assert round_ is not None
+    assert len(done_units(round_)) == len(units(round_)) == 2  # the defaults and the best
+    ran = {t.user_attrs[WORKER] for t in [*launched(study), *units(round_)]}
+    assert len(ran) == 2, "one worker ran everything"
+    summaries = [json.loads((tmp_path / h / "llama" / "summary.json").read_text())
+                 for h in ("host-a", "host-b")]
+    assert summaries[0]["remeasure"]["candidates"] == summaries[1]["remeasure"]["candidates"]
+    for m in summaries[0]["remeasure"]["candidates"]:
+        assert m["cost"]["low"] <= m["cost"]["value"] <= m["cost"]["high"]
+
+    empty = tmp_path / "host-c"
+    empty.mkdir()
+    status = subprocess.run([sys.executable, "-m", "tuner", "status", "--study", "llama",
+                             "--storage", storage], capture_output=True, text=True,
+                            timeout=120, cwd=empty)
+    assert status.returncode == 0, status.stderr
+    assert "trials: 3 of 3 done, 0 running" in status.stdout
+    assert "re-measurement: 2 of 2 fresh starts done" in status.stdout
+    assert "re-measured best: trial" in status.stdout

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from tuner.search.shared_study import read_record
+from tuner.search.remeasure_round import status_of_round
+from tuner.search.shared_study import read_record, storage_for
 from tuner.search.study_status import StudyStatus, study_status
 
 
 def status_command(name: str, storage: str, console: Console) -> StudyStatus:
     study, record = read_record(name, storage)
-    status = study_status(name, study, record)
+    remeasure = status_of_round(storage_for(storage, None), name, record)
+    status = study_status(name, study, record, remeasure)
     for line in status.lines():
         console.print(line, highlight=False, soft_wrap=True)
     return status

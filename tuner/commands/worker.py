@@ -3,20 +3,24 @@
 Everything about the study (engine, workload, model, search space, budget, sampler, MLflow
 tracking server and parent run) comes from its storage; the launcher, ``--parallel`` and the
 output folder are this host's. The worker takes trials until the study's budget is spent,
-then exits; it does not re-measure (the ``tune`` process that writes the summary does).
+then takes units of the study's re-measurement until none is left (as every process on the
+study does), prints the study's summary and exits.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from rich.console import Console
 
+from tuner.commands.conclusion import conclude
 from tuner.commands.prepare import prepare
 from tuner.commands.progress_display import progress_display
 from tuner.commands.teardown import guarded
 from tuner.hardware import running_on
 from tuner.search.ledger import ledger
+from tuner.search.remeasure_loop import remeasure_study
 from tuner.search.shared_study import read_record, worker_id
 from tuner.search.study import StudyProgress, run_search
 from tuner.search.study_record import config_from
@@ -26,6 +30,7 @@ from tuner.settings import Settings
 def worker_command(name: str, storage: str, *, out: Path, launcher: str, parallel: int,
                    tracking_uri: str | None, host: dict[str, object], settings: Settings,
                    console: Console, progress_console: Console) -> StudyProgress:
+    t_start = time.monotonic()
     _, record = read_record(name, storage)
     cfg = config_from(record, name=name, storage=storage, out_dir=out, launcher=launcher,
                       parallel=parallel, tracking_uri=tracking_uri, **host)
@@ -38,10 +43,14 @@ def worker_command(name: str, storage: str, *, out: Path, launcher: str, paralle
             progress.note(f"removed {len(prep.removed)} orphaned engine(s) of an earlier run")
         progress.status("study", f"{name} (worker {worker_id()}): {prep.spec.display_name} "
                         f"{prep.engine_version} on {hw.describe()}")
-        study = run_search(cfg, prep.context(progress), prep.tracker, state, create=False,
+        ctx = prep.context(progress)
+        study = run_search(cfg, ctx, prep.tracker, state, create=False,
                            start_tracking=prep.start_tracking)
+        finished = remeasure_study(cfg, ctx, study, state)
     led = ledger(study)
     console.print(f"worker {worker_id()} ran {len(state.own)} trial(s) of study {name}; the "
                   f"study has {led.launched} of {record.trials} launched trials done and "
                   f"{led.running} running")
+    if finished is not None:
+        conclude(prep, state, study, finished, t_start, console)
     return state

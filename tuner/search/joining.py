@@ -47,15 +47,20 @@ def _check_same(cfg: StudyConfig, record: StudyRecord) -> None:
             f"with: tune worker --study {cfg.name} --storage URL")
 
 
-def _budget_of_rerun(cfg: StudyConfig, study: optuna.Study, record: StudyRecord
-                     ) -> StudyRecord:
+RERUN_SETTINGS = ("trials", "remeasure_top", "remeasure_repeats")
+
+
+def _settings_of_rerun(cfg: StudyConfig, study: optuna.Study, record: StudyRecord
+                       ) -> StudyRecord:
     """``tune`` run again on its study sets the study's trial budget (a larger ``--trials``
-    extends a finished study, as it did before studies were shared); workers read it."""
-    if cfg.trials == record.trials:
+    extends a finished study, as it did before studies were shared) and its re-measurement;
+    workers read them."""
+    update = {k: getattr(cfg, k) for k in RERUN_SETTINGS if getattr(cfg, k) != getattr(record, k)}
+    if not update:
         return record
-    log.info("study %s: trial budget %d -> %d (this command's --trials)", cfg.name,
-             record.trials, cfg.trials)
-    updated = record.model_copy(update={"trials": cfg.trials})
+    log.info("study %s: %s (this command's options)", cfg.name,
+             ", ".join(f"{k} {getattr(record, k)} -> {v}" for k, v in update.items()))
+    updated = record.model_copy(update=update)
     study.set_user_attr(RECORD_ATTR, updated.model_dump(mode="json"))
     return updated
 
@@ -89,7 +94,7 @@ def open_shared(cfg: StudyConfig, defaults: dict[str, object], *, create: bool =
         return SharedStudy(study, record, True)
     if create:
         _check_same(cfg, found)
-        found = _budget_of_rerun(cfg, study, found)
+        found = _settings_of_rerun(cfg, study, found)
     if found.heartbeat_s != cfg.heartbeat_s:  # the study's heartbeat is everyone's
         study = optuna.load_study(study_name=cfg.name,
                                   storage=storage_for(cfg.storage_url, found.heartbeat_s))

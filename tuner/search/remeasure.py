@@ -6,13 +6,16 @@ re-tests the capacity the search found instead of trusting it. The candidates ta
 each repeat so that drift on the machine hits all of them. A candidate's cost interval is a
 bootstrap over its starts and the requests of each start's best step, each start's throughput
 scaled to its estimated capacity (:mod:`tuner.metrics.bootstrap`); the records of every start
-are kept, so intervals can be rebuilt later from the files alone.
+are kept, so intervals can be rebuilt later from the files alone. A study's own re-measurement
+runs as units of work in its storage (:mod:`tuner.search.remeasure_round`), whose results
+carry the output tokens the bootstrap needs, so the summary needs no host's files.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,12 +118,12 @@ def measure_interleaved(cands: list[Candidate], *, repeats: int
     t0 = time.monotonic()
     for rep in range(repeats):
         for cand in cands:
-            runs.append(_measure_once(cand, rep, timing))
+            runs.append(measure_once(cand, rep, timing))
     timing.wall_s = time.monotonic() - t0
     return runs, timing
 
 
-def _measure_once(cand: Candidate, rep: int, timing: Timing) -> MeasuredRun:
+def measure_once(cand: Candidate, rep: int, timing: Timing) -> MeasuredRun:
     """One fresh start of one candidate, a trial like the search's; a failure is the run's
     ``failure``, never raised."""
     ctx, trial = cand.ctx, cand.trial
@@ -150,10 +153,20 @@ def run_of(engine: str, result: TrialResult, rep: int, usd_per_hour: float) -> M
     return run
 
 
-def cost_of(runs: list[MeasuredRun], seed: int) -> tuple[Interval | None, np.ndarray]:
+TokensOf = Callable[[MeasuredRun], RunTokens]
+"""What the bootstrap needs of a run that produced records (its best step's output tokens)."""
+
+
+def tokens_from_records(run: MeasuredRun) -> RunTokens:
+    """A run's tokens, read from its records file."""
+    assert run.records_path is not None
+    return run_tokens(read_records_csv(Path(run.records_path)), run.step, run.scale)
+
+
+def cost_of(runs: list[MeasuredRun], seed: int, tokens_of: TokensOf = tokens_from_records
+            ) -> tuple[Interval | None, np.ndarray]:
     """Cost per million output tokens over ``runs`` (one candidate), with its bootstrap."""
-    tokens = [run_tokens(read_records_csv(Path(r.records_path)), r.step, r.scale) for r in runs
-              if r.records_path and r.failure is None]
+    tokens = [tokens_of(r) for r in runs if r.records_path and r.failure is None]
     if not tokens:
         return None, np.full(1, np.nan)
     usd = runs[0].usd_per_hour
@@ -168,9 +181,10 @@ def met_slos(run: MeasuredRun) -> bool:
 
 
 def summarise_candidate(engine: str, trial: TrialResult, runs: list[MeasuredRun],
-                        seed: int) -> tuple[Remeasured, np.ndarray]:
+                        seed: int, tokens_of: TokensOf = tokens_from_records
+                        ) -> tuple[Remeasured, np.ndarray]:
     mine = [r for r in runs if r.engine == engine and r.trial == trial.number]
-    cost, samples = cost_of(mine, seed + trial.number)
+    cost, samples = cost_of(mine, seed + trial.number, tokens_of)
     done = [r.summary for r in mine if r.summary is not None]
     return Remeasured(
         engine=engine, trial=trial.number, defaults=trial.defaults, config=trial.config,
@@ -194,14 +208,11 @@ def pick_winner(candidates: list[Remeasured]) -> Remeasured | None:
     return min(held, key=lambda m: m.cost.value if m.cost else float("inf"), default=None)
 
 
-def remeasure(ctx: TrialContext, results: list[TrialResult], *, top: int, repeats: int,
-              seed: int) -> RemeasureOutcome:
-    """One engine: the defaults and the best ``top`` configurations, and the tuning delta."""
-    engine = ctx.spec.name
-    picked = pick_candidates(results, top)
-    runs, timing = measure_interleaved([Candidate(engine, t, ctx) for t in picked],
-                                       repeats=repeats)
-    summarised = [summarise_candidate(engine, t, runs, seed) for t in picked]
+def outcome_of(engine: str, picked: list[TrialResult], runs: list[MeasuredRun], seed: int,
+               timing: Timing, tokens_of: TokensOf = tokens_from_records) -> RemeasureOutcome:
+    """One engine's re-measured candidates (``picked``, from their ``runs``), the winner and
+    the tuning delta."""
+    summarised = [summarise_candidate(engine, t, runs, seed, tokens_of) for t in picked]
     out = [m for m, _ in summarised]
     samples = {m.trial: s for m, s in summarised}
     winner = pick_winner(out)

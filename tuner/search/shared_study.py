@@ -22,10 +22,11 @@ import warnings
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.exceptions import DuplicatedStudyError
+from optuna.exceptions import DuplicatedStudyError, UpdateFinishedTrialError
 from optuna.storages import BaseStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
 
 # Optuna wraps an RDB storage in a cache; both beat through this base, which Optuna exports
@@ -231,6 +232,28 @@ def requeue(study: optuna.Study, trial: FrozenTrial) -> None:
         RetryHeartbeatStaleTrialCallback(max_retry=2)(study, trial)
 
 
+def take_queued(study: optuna.Study, queued: FrozenTrial) -> optuna.Trial | None:
+    """Claim a queued trial as Optuna's ``ask`` does (WAITING to RUNNING in one transaction
+    of the storage: of several processes, one wins); None when another took it first."""
+    # Optuna names a trial in its storage by its private id; there is no public accessor.
+    try:
+        if study._storage.set_trial_state_values(queued._trial_id, state=TrialState.RUNNING):
+            return optuna.Trial(study, queued._trial_id)
+    except UpdateFinishedTrialError:
+        pass  # taken and finished meanwhile
+    return None
+
+
+def return_to_queue(study: optuna.Study, trial: optuna.Trial) -> None:
+    """An interrupted trial is failed and queued again, for any worker to take."""
+    try:
+        study.tell(trial, state=TrialState.FAIL)
+    except UpdateFinishedTrialError:
+        return  # failed meanwhile as stale: the heartbeat's retry has queued it
+    frozen = next(t for t in study.get_trials(deepcopy=False) if t.number == trial.number)
+    requeue(study, frozen)
+
+
 def give_back(study: optuna.Study, trial: optuna.Trial) -> None:
     """Return a trial asked past the budget (another process took the last start first): it
     is failed, marked ``tuner.excess``, and when it came from the queue (the defaults, an
@@ -247,10 +270,25 @@ def give_back(study: optuna.Study, trial: optuna.Trial) -> None:
             system_attrs=frozen.system_attrs))
 
 
+def _sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite URL (None: another database, or SQLite in memory)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
 def read_record(name: str, url: str) -> tuple[optuna.Study, StudyRecord]:
     """Study ``name`` in the storage at ``url`` and its record, for a process that only joins
     (``tune worker``, ``tune status``); a ConfigError when there is no such study or tune did
     not make it."""
+    database = _sqlite_file(url)
+    if database is not None and not database.is_file():
+        raise ConfigError(f"--storage {url}: no such file {database}; give the study's "
+                          "database (tune-runs/<study>/study.db) or its PostgreSQL URL")
     study, _ = claim(name, storage_for(url, None), "random", 0, 1, create=False)
     record = wait_record(study)
     if record is None:

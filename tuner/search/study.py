@@ -43,7 +43,13 @@ from tuner.search.ledger import (
     stored_result,
 )
 from tuner.search.outcome import TrialResult, ranked
-from tuner.search.shared_study import beating, fail_stale, give_back, requeue, worker_id
+from tuner.search.shared_study import (
+    beating,
+    fail_stale,
+    give_back,
+    return_to_queue,
+    worker_id,
+)
 from tuner.search.study_config import StudyConfig
 from tuner.search.study_record import StudyRecord
 from tuner.search.tracker import Tracker
@@ -202,22 +208,12 @@ class _Search:
                         raise KeyboardInterrupt("stopping")
                 except BaseException:
                     with self.lock:
-                        self._give_up(trial)
+                        return_to_queue(self.study, trial)
                         self.changed.notify_all()
                     raise
                 with self.lock:
                     self._tell(trial, result)
                     self.changed.notify_all()
-
-    def _give_up(self, trial: optuna.Trial) -> None:
-        """An interrupted trial is failed and queued again, for any worker to take."""
-        try:
-            self.study.tell(trial, state=TrialState.FAIL)
-        except UpdateFinishedTrialError:
-            return  # failed meanwhile as stale: the heartbeat's retry has queued it
-        frozen = next(t for t in self.study.get_trials(deepcopy=False)
-                      if t.number == trial.number)
-        requeue(self.study, frozen)
 
     def _challenges(self, trial: optuna.Trial, result: TrialResult) -> bool:
         """With intensification: ``result`` beats the study's incumbent and the budget allows

@@ -1,5 +1,6 @@
 """Where a study stands, from its storage alone (``tune status``): what is done, what runs
-where, what failed, the best so far and an estimate of the time left."""
+where, what failed, the best so far, the re-measurement (and its outcome once done) and an
+estimate of the time left."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pydantic import BaseModel
 
 from tuner.search.ledger import WORKER, ledger, rejected, starts_of, stored_result
 from tuner.search.outcome import TrialResult
+from tuner.search.remeasure_round import RoundStatus
 from tuner.search.study_record import StudyRecord
 
 
@@ -40,6 +42,8 @@ class StudyStatus(BaseModel):
     mean_trial_s: float | None
     time_left_s: float | None
     deadline_in_s: float | None
+    remeasure: RoundStatus | None = None
+    """None before the search is over (or when the study re-measures nothing)."""
 
     def lines(self) -> list[str]:
         out = [f"study {self.study}: {self.engine} on {self.workload} ({self.model})",
@@ -52,6 +56,8 @@ class StudyStatus(BaseModel):
         out += [f"  running: #{r.number} on {r.worker} for {_clock(r.elapsed_s)}"
                 + (" (engine defaults)" if r.defaults else "") for r in self.running]
         out.append("best so far: " + (self.best.line() if self.best else "none yet"))
+        if self.remeasure is not None:
+            out += self.remeasure.lines()
         if self.time_left_s is not None:
             out.append(f"time left: about {_clock(self.time_left_s)} (trials of "
                        f"{_clock(self.mean_trial_s or 0)} on average)")
@@ -80,8 +86,17 @@ def time_left(mean_s: float | None, remaining: int, running: list[Running]) -> f
     return rest + math.ceil(remaining / workers) * mean_s
 
 
+def starts_left(record: StudyRecord, remeasure: RoundStatus | None) -> int:
+    """Fresh starts the re-measurement has still to run (before it starts: at most the
+    defaults and the top configurations, each ``repeats`` times)."""
+    if remeasure is not None:
+        return remeasure.waiting  # the running ones are among the running trials
+    return (record.remeasure_top + 1) * record.remeasure_repeats if record.remeasure_top else 0
+
+
 def study_status(name: str, study: optuna.Study, record: StudyRecord,
-                 now: float | None = None) -> StudyStatus:
+                 remeasure: RoundStatus | None = None, now: float | None = None
+                 ) -> StudyStatus:
     at = time.time() if now is None else now
     moment = datetime.fromtimestamp(at)  # Optuna stores naive local times
     trials = study.get_trials(deepcopy=False)
@@ -101,8 +116,11 @@ def study_status(name: str, study: optuna.Study, record: StudyRecord,
         key = str(t.user_attrs.get("outcome", "?"))
         outcomes[key] = outcomes.get(key, 0) + 1
     remaining = max(0, record.trials - led.launched - led.running)
-    left = (0.0 if led.spent(record.trials) and not running
-            else time_left(mean, remaining, running))
+    remaining += starts_left(record, remeasure)
+    busy = running + [Running(number=u.trial, worker=u.worker, elapsed_s=u.elapsed_s,
+                              defaults=False) for u in (remeasure.running if remeasure else [])]
+    left = (0.0 if led.spent(record.trials) and not busy and remaining == 0
+            else time_left(mean, remaining, busy))
     deadline_in = None if record.deadline is None else record.deadline - at
     if left is not None and deadline_in is not None:
         left = min(left, max(0.0, deadline_in))
@@ -113,4 +131,4 @@ def study_status(name: str, study: optuna.Study, record: StudyRecord,
                    for t in trials),
         rejected=led.rejected, waiting=led.waiting, outcomes=outcomes,
         best=feasible[0] if feasible else None, mean_trial_s=mean,
-        time_left_s=left, deadline_in_s=deadline_in)
+        time_left_s=left, deadline_in_s=deadline_in, remeasure=remeasure)

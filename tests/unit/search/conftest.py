@@ -14,6 +14,11 @@ from tuner.engines.spec import load_engine_spec
 from tuner.hardware import Hardware
 from tuner.launch.gpus import GpuPool
 from tuner.loadgen.progress import NULL_PROGRESS
+from tuner.search.outcome import TrialResult
+from tuner.search.remeasure import RemeasureOutcome
+from tuner.search.remeasure_loop import take_units
+from tuner.search.remeasure_round import assemble, open_round, plan_for
+from tuner.search.shared_study import storage_for
 from tuner.search.space import load_search_space
 from tuner.search.trial import TrialContext
 from tuner.workload.loader import load_workload
@@ -40,3 +45,14 @@ def make_ctx(tmp_path: Path) -> MakeContext:
                             measurer=measurer or FakeMeasurer(), run_dir=tmp_path / "run",
                             progress=NULL_PROGRESS, gpu_pool=pool, **over)
     return make
+
+
+def remeasure_here(ctx: TrialContext, results: list[TrialResult], storage_url: str, *,
+                   top: int, repeats: int, seed: int = 0) -> RemeasureOutcome:
+    """One process re-measuring ``results`` through a round in ``storage_url``, as a study
+    on one host does."""
+    round_ = open_round(storage_for(storage_url, 1), "study.remeasure",
+                        lambda: plan_for(ctx.spec.name, results, top=top, repeats=repeats,
+                                         seed=seed,
+                                         usd_per_hour=ctx.workload.cost.usd_per_hour_for))
+    return assemble(round_, take_units(ctx, round_, beat_s=1.0, poll_s=0.1))

@@ -207,7 +207,7 @@ def test_a_worker_rebuilds_the_study_from_its_storage(tmp_path: Path,
                                                       make_ctx: MakeContext) -> None:
     db = tmp_path / "study.db"
     made = config(tmp_path, "a", db, trials=2, seed=7, sampler="random", time_budget_s=600,
-                  enqueue=[{"max_batch_size": 32}])
+                  enqueue=[{"max_batch_size": 32}], remeasure_top=0)
     run_search(made, make_ctx(), NullTracker(), StudyProgress())
     _, record = read_record("shared", made.storage_url)
     joined = config_from(record, name="shared", storage=made.storage_url,
@@ -219,6 +219,7 @@ def test_a_worker_rebuilds_the_study_from_its_storage(tmp_path: Path,
         "vllm", 2, 7, "random", [{"max_batch_size": 32}])
     assert (joined.launcher, joined.parallel, joined.tracking_uri) == (
         "docker", 2, "http://mlflow.invalid")
+    assert (joined.remeasure_top, joined.remeasure_repeats) == (0, 2)  # the study's
     assert record.deadline is not None
     assert record.deadline > time.time()
     status = study_status("shared", optuna.load_study(study_name="shared",
@@ -232,12 +233,20 @@ def test_a_worker_rebuilds_the_study_from_its_storage(tmp_path: Path,
 
 def test_joining_a_study_that_is_not_there_or_not_tunes(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'study.db'}"
+    storage_for(url, None)  # a database without that study
     with pytest.raises(ConfigError, match="no such study"):
         read_record("missing", url)
     plain, _ = claim("plain", storage_for(url, None), "random", 0, 1, create=True)
     plain.add_trial(optuna.create_trial(value=1.0))
     with pytest.raises(ConfigError, match="not made by tune"):
         read_record("plain", url)
+
+
+def test_a_mistyped_sqlite_path_is_bad_input_and_makes_no_file(tmp_path: Path) -> None:
+    missing = tmp_path / "tune-runs" / "x" / "stduy.db"
+    with pytest.raises(ConfigError, match="no such file"):
+        read_record("x", f"sqlite:///{missing}")
+    assert not missing.exists()
 
 
 def test_the_time_left_spreads_the_remaining_trials_over_the_busy_workers() -> None:

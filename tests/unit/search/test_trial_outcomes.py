@@ -1,15 +1,17 @@
 """Every outcome path of a trial and of a re-measurement, through the real ``run_trial`` and
-``remeasure`` on a fake launcher and measurer: one trial is one outcome, the engine is
+re-measurement units on a fake launcher and measurer: one trial is one outcome, the engine is
 stopped and the GPU lease released on every path, and only an interrupt propagates."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.unit.fakes.launcher import Behaviour, FakeLauncher, FakeMeasurer
-from tests.unit.search.conftest import MakeContext
+from tests.unit.search.conftest import MakeContext, remeasure_here
 from tuner.hardware import Gpu, Hardware
-from tuner.search.remeasure import pick_candidates, remeasure
+from tuner.search.remeasure import pick_candidates
 from tuner.search.trial import run_trial
 
 GPU_HOST = Hardware(device="gpu", cpu_model="x", cpu_cores=64, memory_gib=512, numa_nodes=2,
@@ -88,13 +90,13 @@ def test_the_defaults_trial_records_what_ran(make_ctx: MakeContext) -> None:
 @pytest.mark.parametrize("behaviour", ["refuse_start", "exit_before_ready", "oom_at_start",
                                        "crash_under_load", "probe_fails", "measure_raises"])
 def test_a_failed_remeasurement_is_recorded_and_the_rest_goes_on(
-        make_ctx: MakeContext, behaviour: Behaviour) -> None:
+        make_ctx: MakeContext, behaviour: Behaviour, tmp_path: Path) -> None:
     launcher = FakeLauncher(by_tag={"remeasure-001-0": behaviour})
     ctx = make_ctx(launcher, hardware=GPU_HOST)
     results = [run_trial(ctx, n, {**CONFIG, "max_batch_size": 16 * (n + 1)}, defaults=n == 0)
                for n in range(3)]
     assert all(r.outcome == "ok" for r in results)
-    out = remeasure(ctx, results, top=2, repeats=1, seed=0)
+    out = remeasure_here(ctx, results, f"sqlite:///{tmp_path / 'r.db'}", top=2, repeats=1)
     failed = [r for r in out.runs if r.failure]
     assert [(r.trial, r.repeat) for r in failed] == [(1, 0)]
     assert len(out.runs) == 3
@@ -107,7 +109,7 @@ def test_a_failed_remeasurement_is_recorded_and_the_rest_goes_on(
 
 
 def test_each_fresh_start_of_a_remeasurement_searches_its_capacity(
-        make_ctx: MakeContext) -> None:
+        make_ctx: MakeContext, tmp_path: Path) -> None:
     launcher = FakeLauncher()
     ctx = make_ctx(launcher, hardware=GPU_HOST)
     results = [run_trial(ctx, n, {**CONFIG, "max_batch_size": 16 * (n + 1)}, defaults=n == 0)
@@ -116,7 +118,7 @@ def test_each_fresh_start_of_a_remeasurement_searches_its_capacity(
     launcher.by_tag[f"remeasure-{best.number:03d}-1"] = "slo_infeasible"
     assert isinstance(ctx.measurer, FakeMeasurer)
     searches = ctx.measurer.capacity_calls
-    out = remeasure(ctx, results, top=1, repeats=2, seed=0)
+    out = remeasure_here(ctx, results, f"sqlite:///{tmp_path / 'r.db'}", top=1, repeats=2)
     assert ctx.measurer.capacity_calls - searches == 4  # two candidates, two starts each
     mine = next(c for c in out.candidates if c.trial == best.number)
     assert (mine.runs, mine.slo_passed_runs, mine.capacities) == (2, 1, [2.0])

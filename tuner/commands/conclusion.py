@@ -1,0 +1,99 @@
+"""What a study ends with, on each process that ends it (``tune``, and ``tune worker`` when
+the study re-measures): ``summary.json``, Optuna's plots and the final table, from every
+worker's trials and re-measured starts; the time split is this process's own. The study's
+MLflow parent run gets its figures once per study: from the process that takes the
+re-measurement's summary unit, or from ``tune`` when nothing is re-measured."""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import AbstractContextManager, nullcontext
+
+import optuna
+from rich.console import Console
+
+from tuner import __version__
+from tuner.commands.prepare import Prepared
+from tuner.engines.render import render
+from tuner.engines.spec import Device, EngineSpec
+from tuner.report.study_report import best_config_yaml, final_table, study_verdict, write_plots
+from tuner.search.outcome import TrialResult, cheapest, defaults_trial
+from tuner.search.remeasure_loop import Remeasurement
+from tuner.search.study import StudyProgress, results_summary
+from tuner.search.study_summary import StudySummary, TimeSplit, noise_floor
+from tuner.workload.loader import workload_sha256
+
+
+def ready_command(spec: EngineSpec, trial: TrialResult | None, model: str, served: str,
+                  device: Device) -> str | None:
+    """The winner's launch, ready to paste: the usual port, listening on all interfaces."""
+    if trial is None or spec.process is None:
+        return None
+    return render(spec, {} if trial.defaults else trial.config, device=device, mode="process",
+                  values={"python": "python", "model": model, "served_name": served,
+                          "port": "8000", "host": "0.0.0.0"}).command_line()
+
+
+def conclude(prep: Prepared, state: StudyProgress, study: optuna.Study,
+             finished: Remeasurement | None, t_start: float, console: Console
+             ) -> StudySummary:
+    cfg, spec, hw, tracker = prep.cfg, prep.spec, prep.hardware, prep.tracker
+    rm = finished.outcome if finished else None
+    wall = time.monotonic() - t_start
+    launched = state.own  # the time split is this process's; other workers' are their own
+    startup = sum(r.timing.startup_s for r in launched) + (rm.timing.startup_s if rm else 0)
+    measure = sum(r.timing.measure_s for r in launched) + (rm.timing.measure_s if rm else 0)
+    teardown = sum(r.timing.teardown_s for r in launched) + (rm.timing.teardown_s if rm else 0)
+    split = TimeSplit(wall_s=wall, startup_s=startup, measure_s=measure, teardown_s=teardown,
+                      tuner_s=max(0.0, wall - startup - measure - teardown))
+    defaults = defaults_trial(state.results)
+    best = cheapest(state.results)
+    winner = rm.winner if rm else None
+    best_trial = next((r for r in state.results if winner and r.number == winner.trial), best)
+    floor = noise_floor(defaults, rm.defaults if rm else None)
+    summary = StudySummary(
+        study=cfg.name, engine=spec.name, engine_version=prep.engine_version, model=cfg.model,
+        workload=str(cfg.workload), workload_sha256=workload_sha256(cfg.workload),
+        hardware=hw.describe(), tuner_version=__version__,
+        trials=results_summary(state.results), defaults_trial=defaults, best_trial=best_trial,
+        remeasure=rm, tuning_delta=rm.tuning_delta if rm else None,
+        noise_floor=floor,
+        verdict=study_verdict(spec.display_name, rm, defaults, best, floor),
+        best_config=(winner.config if winner else best.config if best else None),
+        best_command=ready_command(spec, best_trial, cfg.model, prep.served_name, hw.device),
+        time=split, time_shares=split.shares())
+    out = cfg.run_dir / "summary.json"
+    out.write_text(json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
+    plots = write_plots(study, cfg.run_dir / "plots")
+    turn: AbstractContextManager[bool] = (finished.summary_turn() if finished
+                                          else nullcontext(True))
+    with turn as ours:
+        if ours:
+            tracker.finish_study(
+                metrics={k: v for k, v in {
+                    "best_cost_per_m_output_tokens": (
+                        winner.cost.value if winner and winner.cost
+                        else best.cost_per_m_output_tokens if best else None),
+                    "tuning_delta": summary.tuning_delta.value if summary.tuning_delta else None,
+                    "startup_share": split.shares()["startup"],
+                    "measurement_share": split.shares()["measurement"],
+                    "tuner_share": split.shares()["tuner"], "wall_s": wall}.items()
+                    if v is not None},
+                artifacts=[("", out), *(("plots", p) for p in plots.values())],
+                texts={"best_config.yaml": best_config_yaml(spec.name, winner, best),
+                       "launch_command.sh": "#!/bin/sh\n" + (summary.best_command or "# none")
+                       + "\n"})
+    console.print(final_table(summary))
+    console.print(summary.verdict)
+    if floor is not None:
+        console.print(f"noise floor: {floor.value:.1%} ({floor.source}); smaller differences "
+                      "are not resolved")
+    shares = split.shares()
+    console.print(f"time: {wall:.0f}s in all; start-up {shares['startup']:.0%}, measurement "
+                  f"{shares['measurement']:.0%}, teardown {shares['teardown']:.0%}, tuner "
+                  f"{shares['tuner']:.0%}")
+    console.print(f"summary in {out}; MLflow: {cfg.tracking}")
+    if summary.best_command:
+        console.print(f"best launch command:\n  {summary.best_command}", soft_wrap=True)
+    return summary
