@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
 from tuner.errors import ConfigError, TunerError
@@ -64,8 +65,11 @@ def start(debug: bool) -> Settings:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         return Settings()
-    except ValueError as exc:  # pydantic's ValidationError: a TUNER_* variable is malformed
-        raise fail(f"environment: {str(exc).splitlines()[-2].strip()}", 2) from None
+    except ValidationError as exc:  # a TUNER_* variable is malformed
+        first = exc.errors()[0]
+        name = "TUNER_" + "_".join(str(p) for p in first["loc"]).upper()
+        raise fail(f"environment: {name}={first.get('input')!r}: {first['msg']}; fix or unset "
+                   "it", 2) from None
 
 
 Debug = Annotated[bool, typer.Option("--debug", help="show tracebacks and debug logs")]

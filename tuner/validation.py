@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tuner.errors import ConfigError
+from tuner.validation_errors import describe_validation_error
 
 
 class StrictModel(BaseModel):
@@ -31,32 +32,7 @@ def validate(model: type[M], data: Any, source: str,
     try:
         return model.model_validate(data, context=context)
     except ValidationError as exc:
-        raise ConfigError(describe_validation_error(exc, source)) from exc
-
-
-def describe_validation_error(exc: ValidationError, source: str) -> str:
-    """Turn a pydantic error into one line: ``source: field.path: what is wrong (got X)``."""
-    parts = []
-    for err in exc.errors():
-        path = ".".join(str(p) for p in err["loc"] if not _is_union_tag(p)) or "(top level)"
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key; remove it or check its spelling"
-        got = err.get("input")
-        shown = "" if err["type"] in ("extra_forbidden", "missing") else f" (got {_short(got)})"
-        parts.append(f"{path}: {msg}{shown}")
-    more = f" (and {len(parts) - 1} more)" if len(parts) > 1 else ""
-    return f"{source}: {parts[0]}{more}"
-
-
-def _is_union_tag(part: object) -> bool:
-    # Discriminated unions put the tag value into the location, e.g. input.lognormal.mean.
-    return isinstance(part, str) and part.startswith("function-")
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+        raise ConfigError(describe_validation_error(exc, source, model)) from exc
 
 
 def load_yaml(path: Path) -> Any:

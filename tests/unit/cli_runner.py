@@ -16,6 +16,18 @@ def tune(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*TUNE, *args], capture_output=True, text=True, timeout=timeout)
 
 
+def tune_all(*commands: list[str], timeout: float = 120
+             ) -> list[subprocess.CompletedProcess[str]]:
+    """Several ``tune`` commands at once (each a process), in the order given."""
+    procs = [subprocess.Popen([*TUNE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for args in commands]
+    done = []
+    for args, proc in zip(commands, procs, strict=True):
+        out, err = proc.communicate(timeout=timeout)
+        done.append(subprocess.CompletedProcess([*TUNE, *args], proc.returncode, out, err))
+    return done
+
+
 def one_line_error(done: subprocess.CompletedProcess[str], code: int, needle: str) -> str:
     """The command exited ``code`` and its first stderr line is an error containing
     ``needle``; returns that line."""

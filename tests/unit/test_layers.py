@@ -14,7 +14,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "tuner"
 
 LAYERS: list[tuple[str, ...]] = [
-    ("settings", "errors", "validation", "gpu_inventory", "hardware"),
+    ("settings", "errors", "validation", "validation_errors", "gpu_inventory", "hardware"),
     ("workload",),
     ("loadgen",),
     ("metrics",),

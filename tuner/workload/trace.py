@@ -20,9 +20,17 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from tuner.validation import StrictModel
+from tuner.validation_errors import describe_validation_error
 from tuner.workload.paths import workload_file
 from tuner.workload.prefix_blocks import BlockLayout, prefix_reuse_ratio
 
@@ -44,26 +52,45 @@ class TraceWindow(StrictModel):
     duration_s: float | None = Field(default=None, gt=0)
 
 
+_KEYS = (("offset_s", "timestamp", "in ms"), ("input_tokens", "input_length", None),
+         ("output_tokens", "output_length", None))
+_NEEDS = ("each line needs offset_s (or timestamp, in ms), input_tokens and output_tokens "
+          "(hash_ids: a list of integers)")
+
+
+def _entry(raw: object) -> TraceEntry:
+    """One line's entry; a ValueError naming the key that is missing or wrong."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"a JSON object, not {type(raw).__name__}")
+    values: dict[str, object] = {}
+    for key, other, note in _KEYS:
+        if key not in raw and other not in raw:
+            also = f" (or {other}{', ' + note if note else ''})"
+            raise ValueError(f"`{key}`{also} missing")
+        values[key] = raw[key] if key in raw else raw[other]
+    if "offset_s" not in raw:
+        stamp = values["offset_s"]
+        values["offset_s"] = stamp / 1000.0 if isinstance(stamp, int | float) else stamp
+    values["hash_ids"] = raw.get("hash_ids", ())
+    try:
+        return TraceEntry.model_validate(values)
+    except ValidationError as exc:
+        raise ValueError(describe_validation_error(exc, "").removeprefix(": ")) from None
+
+
 def read_trace(path: Path) -> list[TraceEntry]:
-    """The entries of a JSONL trace in time order; a bad line raises one ValueError naming it."""
+    """The entries of a JSONL trace in time order; a bad line raises one ValueError naming the
+    file, the line and the key."""
     entries = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
         try:
-            raw = json.loads(line)
-            entries.append(TraceEntry(
-                offset_s=raw["offset_s"] if "offset_s" in raw else raw["timestamp"] / 1000.0,
-                input_tokens=raw.get("input_tokens", raw.get("input_length")),
-                output_tokens=raw.get("output_tokens", raw.get("output_length")),
-                hash_ids=raw.get("hash_ids", ()),
-            ))
-        except (ValueError, KeyError, TypeError) as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ValueError(
-                f"{path}:{number}: not a trace entry ({reason}); each line needs offset_s, "
-                "input_tokens and output_tokens (hash_ids: a list of integers)"
-            ) from None
+            entries.append(_entry(json.loads(line)))
+        except ValueError as exc:  # json's JSONDecodeError is one
+            reason = (f"not JSON ({exc.msg})" if isinstance(exc, json.JSONDecodeError)
+                      else str(exc))
+            raise ValueError(f"{path} line {number}: {reason}; {_NEEDS}") from None
     entries.sort(key=lambda e: e.offset_s)
     return entries
 

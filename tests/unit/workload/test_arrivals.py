@@ -69,7 +69,8 @@ def test_trace_replays_offsets_and_scales_to_a_load(tmp_path) -> None:  # type: 
 def test_trace_rejects_a_line_without_lengths(tmp_path) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "t.jsonl").write_text('{"offset_s": 0, "input_tokens": 3, "output_tokens": 1}\n'
                                       '{"offset_s": 1}\n')
-    with pytest.raises(ValueError, match="t.jsonl:2: not a trace entry"):
+    with pytest.raises(ValueError, match=r"t.jsonl line 2: `input_tokens` \(or input_length\) "
+                       "missing; each line needs"):
         TraceArrivals.model_validate({"process": "trace", "file": "t.jsonl"},
                                      context={"base_dir": tmp_path})
 

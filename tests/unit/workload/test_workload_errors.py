@@ -30,12 +30,21 @@ def test_good_file_loads(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("change", "needle"), [
     (("stop: {requests: 10}", "stop: {requests: 10, duraton_s: 5}"),
-     "stop.duraton_s: unknown key; remove it or check its spelling"),
+     "stop.duraton_s: unknown key; did you mean `duration_s`?"),
+    (("stop: {requests: 10}", "stop: {requests: 10, colour: red}"),
+     "stop.colour: unknown key; remove it or check its spelling"),
     (("rate: 1}", "rate: -1}"), "arrival.poisson.rate: Input should be greater than 0 (got -1)"),
     (("process: poisson", "process: weibull"), "arrival: Input tag 'weibull'"),
     (("value: 5}", "value: 5, max: 3}"), "classes.0.output.fixed.max: unknown key"),
-    (("stop: {requests: 10}", "stop: {}"), "stop: Value error, give `requests` or `duration_s`"),
-    (("cost: {usd_per_hour: 1}\n", ""), "cost: Field required"),
+    (("stop: {requests: 10}", "stop: {}"), "stop: give `requests` or `duration_s`"),
+    (("cost: {usd_per_hour: 1}\n", ""), "cost: missing; add it"),
+    # A misspelt key is the mistake, not the required key it stands for (issue 19).
+    (("slo: {ttft_p95_ms: 100, itl_p95_ms: 10}", "slo: {ttft_p95_s: 1, itl_p95_ms: 10}"),
+     "w.yaml: slo.ttft_p95_s: unknown key; did you mean `ttft_p95_ms`?"),
+    # A value written wrong comes before the keys left out.
+    (("output: {dist: fixed, value: 5}", "output: {dist: normal, mean: -5, std: 1}"),
+     "w.yaml: classes.0.output.normal.mean: Input should be greater than 0 (got -5) "
+     "(and 2 more)"),
 ])
 def test_errors_name_the_field(tmp_path: Path, change: tuple[str, str], needle: str) -> None:
     with pytest.raises(ConfigError) as info:
@@ -43,6 +52,7 @@ def test_errors_name_the_field(tmp_path: Path, change: tuple[str, str], needle: 
     message = str(info.value)
     assert needle in message
     assert "\n" not in message
+    assert "(got {" not in message  # never a dump of the mapping it was given
 
 
 def test_malformed_yaml_says_where(tmp_path: Path) -> None:

@@ -1,0 +1,61 @@
+"""Errors that name the real mistake, through the real command line: the first line names the
+file, the key or value written wrong (an unknown key before the required one it stands for,
+with the closest valid name), the line of a trace, and the fix; exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.unit.cli_runner import REPO, one_line_error, tune_all
+
+SMOKE = (REPO / "experiments" / "workloads" / "smoke.yaml").read_text()
+GOOD_LINE = '{"offset_s": 0, "input_tokens": 10, "output_tokens": 5}\n'
+
+
+def bench(workload: Path) -> list[str]:
+    return ["bench", "--endpoint", "http://127.0.0.1:9", "--workload", str(workload)]
+
+
+@pytest.mark.slow
+def test_workload_errors_name_what_was_written_wrong(tmp_path: Path) -> None:
+    cases: list[tuple[str, str]] = []
+
+    def case(name: str, text: str, first_line: str) -> None:
+        (tmp_path / name).write_text(text)
+        cases.append((name, first_line))
+
+    case("slo.yaml", SMOKE.replace("ttft_p95_ms: 1000", "ttft_p95_s: 1"),
+         "slo.yaml: slo.ttft_p95_s: unknown key; did you mean `ttft_p95_ms`?")
+    case("mean.yaml", SMOKE.replace("{dist: normal, mean: 64, std: 16, min: 8, max: 128}",
+                                    "{dist: normal, mean: -64, std: 16}"),
+         "mean.yaml: classes.0.output.normal.mean: Input should be greater than 0 (got -64) "
+         "(and 2 more)")
+    trace = SMOKE.replace("arrival: {process: poisson, rate: 2.0}",
+                          "arrival: {process: trace, file: t.jsonl}")
+    (tmp_path / "t.jsonl").write_text(GOOD_LINE + '{"offset_s": 1, "input_tokens": 10}\n')
+    case("out.yaml", trace, "out.yaml: arrival.trace: ")
+    (tmp_path / "o.jsonl").write_text(GOOD_LINE + '{"input_tokens": 10, "output_tokens": 5}\n')
+    case("offset.yaml", trace.replace("t.jsonl", "o.jsonl"), "offset.yaml: arrival.trace: ")
+    done = tune_all(*(bench(tmp_path / name) for name, _ in cases))
+    for (_, first_line), result in zip(cases, done, strict=True):
+        line = one_line_error(result, 2, first_line)
+        assert "\n" not in result.stderr.strip(), result.stderr  # one line, no pydantic dump
+        assert "errors.pydantic.dev" not in line
+    assert one_line_error(done[2], 2, "t.jsonl line 2: `output_tokens` (or output_length) "
+                          "missing; each line needs offset_s")
+    assert one_line_error(done[3], 2, "o.jsonl line 2: `offset_s` (or timestamp, in ms) "
+                          "missing")
+
+
+def test_a_malformed_setting_names_its_variable() -> None:
+    import os
+    import subprocess
+
+    from tests.unit.cli_runner import TUNE
+
+    done = subprocess.run([*TUNE, "cleanup"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "TUNER_PIN_CORES": "maybe"})
+    one_line_error(done, 2, "environment: TUNER_PIN_CORES='maybe': Input should be a valid "
+                   "boolean")
