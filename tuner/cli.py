@@ -331,14 +331,57 @@ def measure(
 
 @app.command()
 def report(
-    folder: Annotated[Path, typer.Option("--dir", help="a folder `tune compare` wrote")],
+    folder: Annotated[Path, typer.Option(
+        "--dir", help="a folder `tune compare` wrote, or a study's folder (tune-runs/<study>)")],
     debug: Debug = False,
 ) -> None:
-    """Rebuild a comparison's report (markdown, HTML, JSON, plots) from its stored studies."""
-    from tuner.commands.compare import report_command
+    """Rebuild a comparison's report, or show a study's trade-offs (cost vs p95 TTFT/ITL)."""
+    from tuner.commands.report import report_command
 
     start(debug)
     run_cli(lambda: report_command(folder, out_console), debug)
+
+
+@app.command()
+def export(
+    study: Annotated[Path, typer.Option("--study", help="the study's folder (tune-runs/<study>)")],
+    fmt: Annotated[str, typer.Option(
+        "--format", help="command, docker, k8s (Deployment + Service), helm (vLLM production "
+        "stack values) or kserve (ServingRuntime + InferenceService)")],
+    pick: Annotated[str | None, typer.Option(
+        help="a point of the study's Pareto front: cheapest, fastest, or bounds such as "
+        "'ttft_p95_ms<=300,itl_p95_ms<=40'; default: the study's winner")] = None,
+    out: Annotated[Path | None, typer.Option(help="write here; default: standard output")
+                   ] = None,
+    image: Annotated[str | None, typer.Option(
+        help="engine image; default: the one the trial ran, else the engine spec's")] = None,
+    name: Annotated[str | None, typer.Option(
+        help="container / Kubernetes name; default: <study>-t<trial>")] = None,
+    port: Annotated[int, typer.Option(help="port the engine serves on")] = 8000,
+    cpu: Annotated[int, typer.Option(help="cores a Kubernetes replica requests")] = 4,
+    memory: Annotated[str, typer.Option(help="memory a Kubernetes replica requests")] = "16Gi",
+    model_pvc: Annotated[str | None, typer.Option(
+        help="Kubernetes PersistentVolumeClaim holding the model folder; default: "
+        "<name>-model")] = None,
+    debug: Debug = False,
+) -> None:
+    """Write a study's chosen configuration as what you deploy (checked before it is written)."""
+    settings = start(debug)
+
+    def go() -> None:
+        from tuner.commands.export import export_command
+        from tuner.deploy.chosen import Sizing
+
+        text = export_command(study, fmt, pick=pick, image=image, name=name, port=port,
+                              sizing=Sizing(cpu=cpu, memory=memory, model_pvc=model_pvc),
+                              settings=settings)
+        if out is None:
+            typer.echo(text, nl=False)
+        else:
+            out.write_text(text)
+            err.print(f"wrote {out}", highlight=False)
+
+    run_cli(go, debug)
 
 
 @app.command()

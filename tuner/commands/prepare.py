@@ -26,6 +26,7 @@ from tuner.loadgen.progress import Progress
 from tuner.search.measurer import HttpMeasurer, Measurer
 from tuner.search.space import SearchSpace, load_search_space
 from tuner.search.study_config import StudyConfig
+from tuner.search.study_folder import write_host
 from tuner.search.trial import TrialContext
 from tuner.settings import Settings
 from tuner.tracking.mlflow_tracker import MlflowTracker
@@ -146,16 +147,18 @@ def prepare(cfg: StudyConfig, settings: Settings) -> Prepared:
         spec, "container" if cfg.launcher == "docker" else "process")
     fake = fake_engine(settings)
     launcher = fake[0] if fake is not None else make_launcher(cfg, settings)
-    image = "none"
+    image, image_ref = "none", None
     if isinstance(launcher, DockerLauncher):  # a missing image is bad input, before any trial
         found = launcher.ensure_image(launcher.image_for(spec, hw.device))
-        image = f"{found['image']} ({found['image_digest']})"
+        image, image_ref = f"{found['image']} ({found['image_digest']})", found["image"]
     removed = launcher.cleanup_orphans()
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
     (cfg.run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
     tracker = MlflowTracker(cfg.tracking, local_artifacts(cfg.tracking))
     served = cfg.served_name or workload.model
     eng_version = engine_version(spec)
+    write_host(cfg.run_dir, hardware=hw, served_name=served, image=image_ref,
+               engine_version=eng_version)
     params = {
         "engine": spec.name, "engine_version": eng_version, "model": cfg.model,
         "served_name": served, "workload": str(cfg.workload),

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tuner.errors import ConfigError
+from tuner.hardware import Hardware
 from tuner.search.outcome import TrialResult
 from tuner.search.pareto import TradeOff, pareto_front, tradeoff_points
 
@@ -68,6 +69,16 @@ class StudyFolder:
         """The trial the study ended choosing (re-measured winner or cheapest), if it ended."""
         best = (self.summary or {}).get("best_trial")
         return None if best is None else TrialResult.model_validate(best)
+
+
+def write_host(run_dir: Path, *, hardware: Hardware, served_name: str, image: str | None,
+               engine_version: str) -> Path:
+    """This host's side of the study (``host.json``), beside its ``config.json``."""
+    path = run_dir / HOST_FILE
+    path.write_text(json.dumps({"hardware": hardware.model_dump(mode="json"),
+                                "served_name": served_name, "image": image,
+                                "engine_version": engine_version}, indent=2) + "\n")
+    return path
 
 
 def _json(path: Path) -> Any:

@@ -1,0 +1,46 @@
+"""``tune report --dir DIR``: a comparison's report rebuilt (a folder ``tune compare`` wrote),
+or a study's trade-offs (a folder ``tune`` wrote): its Pareto front of cost against p95 TTFT
+and p95 ITL as a table, the picks at its ends, and ``plots/pareto.png``. Runs nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from tuner.errors import ConfigError
+from tuner.metrics.cost import money
+from tuner.report.tradeoff_report import front_table, tradeoff_plot
+from tuner.search.pick import Pick, choose
+from tuner.search.study_folder import read_study_folder
+
+
+def report_command(folder: Path, console: Console) -> None:
+    if (folder / "inputs.json").is_file():
+        from tuner.commands.compare import report_command as comparison_report
+
+        comparison_report(folder, console)
+        return
+    if not (folder / "config.json").is_file():
+        raise ConfigError(f"{folder}: neither a comparison (inputs.json) nor a study (config.json)"
+                          "; point --dir at a folder tune compare or tune wrote")
+    study_report(folder, console)
+
+
+def study_report(path: Path, console: Console) -> None:
+    """The study's trade-offs, from its folder."""
+    folder = read_study_folder(path)
+    points, front = folder.points(), folder.front()
+    if not front:
+        console.print(f"{folder.name}: no trial met the SLOs; there is no trade-off to show")
+        return
+    console.print(front_table(folder.name, front, len(points)))
+    cheapest, fastest = choose(front, Pick("cheapest")), choose(front, Pick("fastest"))
+    console.print(f"cheapest: trial {cheapest.trial} at "
+                  f"{money(cheapest.cost_per_m_output_tokens)}/M output tokens; fastest: "
+                  f"trial {fastest.trial} at p95 TTFT {fastest.ttft_p95_ms:.1f} ms, "
+                  f"{money(fastest.cost_per_m_output_tokens)}/M", highlight=False)
+    plot = tradeoff_plot(points, front, path / "plots" / "pareto.png")
+    console.print(f"plot in {plot}; deploy a point with: tune export --study {path} --format "
+                  "docker --pick cheapest|fastest|'ttft_p95_ms<=X'", highlight=False,
+                  soft_wrap=True)
