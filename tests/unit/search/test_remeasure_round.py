@@ -223,6 +223,7 @@ def test_a_unit_no_worker_finished_is_a_failed_run(make_ctx: MakeContext,
     assert take_summary(round_) is None  # taken once
 
 
+@pytest.mark.slow
 def test_every_host_re_measures_after_the_search_and_a_rerun_starts_nothing(
         tmp_path: Path, make_ctx: MakeContext) -> None:
     db = tmp_path / "study.db"
