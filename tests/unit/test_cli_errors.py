@@ -59,3 +59,17 @@ def test_a_malformed_setting_names_its_variable() -> None:
                           env={**os.environ, "TUNER_PIN_CORES": "maybe"})
     one_line_error(done, 2, "environment: TUNER_PIN_CORES='maybe': Input should be a valid "
                    "boolean")
+
+
+def test_implausible_values_are_warned_before_the_run(tmp_path: Path) -> None:
+    workload = tmp_path / "w.yaml"
+    workload.write_text(SMOKE.replace("ttft_p95_ms: 1000", "ttft_p95_ms: 1")
+                        .replace("rate: 2.0}", "rate: 500}")
+                        .replace("stop: {duration_s: 10}", "stop: {requests: 20}"))
+    (done,) = tune_all(bench(workload))
+    assert done.returncode == 2  # the endpoint is unreachable: the warnings come first
+    lines = done.stderr.splitlines()
+    assert "slo.ttft_p95_ms is 1 ms, faster than any engine serves: seconds written as " \
+        "milliseconds? (1 s is 1000)" in lines[0]
+    assert "500 req/s with stop.requests 20: every request goes out in 0.04 s" in lines[1]
+    assert lines[2].startswith("error: ")

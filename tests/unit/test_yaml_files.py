@@ -9,6 +9,7 @@ from tuner.commands.tune import parse_enqueue
 from tuner.engines.spec import parse_engine_spec
 from tuner.search.space import load_search_space
 from tuner.workload.loader import load_workload
+from tuner.workload.plausibility import implausible
 
 REPO = Path(__file__).resolve().parents[2]
 ALL_YAML = sorted(p for p in REPO.rglob("*.y*ml")
@@ -41,7 +42,7 @@ def test_yaml_file_is_valid(path: Path) -> None:
         space = load_search_space(path)
         space.check_against(parse_engine_spec(REPO / "engines" / f"{space.engine}.yaml"))
     elif k == "workload":
-        load_workload(path)
+        assert implausible(load_workload(path)) == []  # no SLO in seconds written as ms
     elif k == "enqueue":
         configs = parse_enqueue(path)
         engine = "llamacpp" if "llamacpp" in path.name else "vllm"

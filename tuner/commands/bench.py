@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 from rich.console import Console
@@ -15,6 +16,9 @@ from tuner.report.bench_tables import capacity_table, summary_table
 from tuner.settings import Settings
 from tuner.workload.loader import load_workload
 from tuner.workload.plan import plan_notes
+from tuner.workload.plausibility import implausible_run
+
+log = logging.getLogger(__name__)
 
 
 def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
@@ -22,6 +26,9 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
                   settings: Settings, console: Console, progress_console: Console,
                   workers: int | None = None) -> None:
     workload = load_workload(workload_path)
+    if not find_capacity:
+        for warning in implausible_run(workload):
+            log.warning("%s: %s", workload_path, warning)
     for note in plan_notes(workload):
         console.print(note)
 
