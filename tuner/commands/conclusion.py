@@ -17,9 +17,13 @@ from tuner import __version__
 from tuner.commands.prepare import Prepared
 from tuner.engines.render import render
 from tuner.engines.spec import Device, EngineSpec
+from tuner.metrics.cost import money
 from tuner.report.study_report import best_config_yaml, final_table, study_verdict, write_plots
+from tuner.report.tradeoff_report import tradeoff_plot
 from tuner.search.outcome import TrialResult, cheapest, defaults_trial
+from tuner.search.pareto import pareto_front, tradeoff_points
 from tuner.search.remeasure_loop import Remeasurement
+from tuner.search.spend import spend_of
 from tuner.search.study import StudyProgress, results_summary
 from tuner.search.study_summary import StudySummary, TimeSplit, noise_floor
 from tuner.workload.loader import workload_sha256
@@ -52,6 +56,8 @@ def conclude(prep: Prepared, state: StudyProgress, study: optuna.Study,
     winner = rm.winner if rm else None
     best_trial = next((r for r in state.results if winner and r.number == winner.trial), best)
     floor = noise_floor(defaults, rm.defaults if rm else None)
+    points = tradeoff_points(state.results)
+    front = pareto_front(points)
     summary = StudySummary(
         study=cfg.name, engine=spec.name, engine_version=prep.engine_version, model=cfg.model,
         workload=str(cfg.workload), workload_sha256=workload_sha256(cfg.workload),
@@ -62,10 +68,16 @@ def conclude(prep: Prepared, state: StudyProgress, study: optuna.Study,
         verdict=study_verdict(spec.display_name, rm, defaults, best, floor),
         best_config=(winner.config if winner else best.config if best else None),
         best_command=ready_command(spec, best_trial, cfg.model, prep.served_name, hw.device),
-        time=split, time_shares=split.shares())
+        time=split, time_shares=split.shares(), pareto=front,
+        spend_usd=spend_of(state.results, prep.workload.cost).usd)
     out = cfg.run_dir / "summary.json"
     out.write_text(json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
     plots = write_plots(study, cfg.run_dir / "plots")
+    if front:
+        slo = prep.workload.slo
+        plots["pareto"] = tradeoff_plot(points, front, cfg.run_dir / "plots" / "pareto.png",
+                                        {"ttft_p95_ms": slo.ttft_p95_ms,
+                                         "itl_p95_ms": slo.itl_p95_ms})
     turn: AbstractContextManager[bool] = (finished.summary_turn() if finished
                                           else nullcontext(True))
     with turn as ours:
@@ -94,6 +106,14 @@ def conclude(prep: Prepared, state: StudyProgress, study: optuna.Study,
                   f"{shares['measurement']:.0%}, teardown {shares['teardown']:.0%}, tuner "
                   f"{shares['tuner']:.0%}")
     console.print(f"summary in {out}; MLflow: {cfg.tracking}")
+    if summary.spend_usd is not None:
+        console.print(f"accelerator spend of the search: {money(summary.spend_usd)}",
+                      highlight=False)
+    if len(front) > 1:
+        console.print(f"trade-offs: {len(front)} configurations on the Pareto front of cost "
+                      f"against latency: tune report --dir {cfg.run_dir}; deploy one with tune "
+                      f"export --study {cfg.run_dir} --format docker --pick ...", soft_wrap=True,
+                      highlight=False)
     if summary.best_command:
         console.print(f"best launch command:\n  {summary.best_command}", soft_wrap=True)
     return summary

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tuner.metrics.bootstrap import Interval
 from tuner.search.outcome import TrialResult
+from tuner.search.pareto import TradeOff
 from tuner.search.remeasure import Remeasured, RemeasureOutcome
 
 
@@ -69,3 +70,8 @@ class StudySummary(BaseModel):
     best_command: str | None
     time: TimeSplit
     time_shares: dict[str, float]
+    pareto: list[TradeOff] = Field(default_factory=list, description="the Pareto front of cost "
+                                   "against p95 TTFT and p95 ITL over every feasible trial, "
+                                   "cheapest first (tune report, tune export --pick)")
+    spend_usd: float | None = Field(default=None, description="what the search's finished "
+                                    "trials spent on accelerators (tuner.search.spend)")

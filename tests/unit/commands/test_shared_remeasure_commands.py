@@ -14,9 +14,11 @@ from mlflow.tracking import MlflowClient
 from rich.console import Console
 
 from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
+from tuner.commands.export import export_command
 from tuner.commands.status import status_command
 from tuner.commands.tune import tune_command
 from tuner.commands.worker import worker_command
+from tuner.deploy.chosen import Sizing
 from tuner.search.study_config import StudyConfig
 from tuner.settings import Settings
 
@@ -61,6 +63,13 @@ def test_tune_then_a_worker_and_status_from_elsewhere(tmp_path: Path, model_dir:
     assert len([h for h in LAUNCHERS[-1].started
                 if h.request.log_path.stem.startswith("remeasure")]) == 4
     assert "defaults vs best" in out.export_text()
+    # issue 16: the study keeps its trade-offs, and its folder exports the winner
+    assert summary.pareto
+    assert summary.spend_usd is not None
+    assert (cfg.run_dir / "plots" / "pareto.png").is_file()
+    assert "docker run -d" in export_command(cfg.run_dir, "docker", pick=None, image=None,
+                                             name=None, port=8000, sizing=Sizing(),
+                                             settings=settings)
 
     joined = Console(record=True, width=200)
     worker_command("s", storage, out=tmp_path / "host-b", launcher="process", parallel=1,
