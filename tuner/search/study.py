@@ -217,18 +217,27 @@ class _Search:
 
     def _challenges(self, trial: optuna.Trial, result: TrialResult) -> bool:
         """With intensification: ``result`` beats the study's incumbent and the budget allows
-        another start (which is then reserved on the trial)."""
+        another start (which is then reserved on the trial). Another process may ask a trial
+        between the look at the budget and the reservation (it counted this trial's one
+        start): the budget is looked at again, and a reservation past it is undone."""
         with self.lock:
             best = incumbent(self.study)
             cost = result.cost_per_m_output_tokens
             if not (self.cfg.intensify and result.feasible and cost is not None
                     and (best is None or cost < best)):
                 return False
-            led = ledger(self.study)
-            if led.launched + led.running + 1 > self.trials:
+            if not self._fits(extra=1):
                 return False
             trial.set_user_attr(STARTS, 2)
+            if not self._fits(extra=0):
+                trial.set_user_attr(STARTS, 1)
+                return False
             return True
+
+    def _fits(self, extra: int) -> bool:
+        """The finished and running trials' starts, and ``extra`` more, are within budget."""
+        led = ledger(self.study)
+        return led.launched + led.running + extra <= self.trials
 
     def _confirm(self, first: TrialResult, config: dict[str, Any]) -> TrialResult:
         """Measure a challenger again on a fresh start: it leads on the mean of both starts,

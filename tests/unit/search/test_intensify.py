@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import optuna
+import pytest
+
 from tests.unit.fakes.launcher import FakeHandle, FakeLauncher, FakeMeasurer, records, summary
 from tests.unit.search.conftest import SMOKE, MakeContext
 from tuner.launch.base import EngineHandle
 from tuner.loadgen.records import RequestRecord
 from tuner.measurement.capacity import CapacityResult, estimate
+from tuner.search import study as study_module
+from tuner.search.joining import open_shared
+from tuner.search.ledger import Ledger, starts_of
+from tuner.search.outcome import TrialResult
 from tuner.search.study import StudyProgress, run_search
 from tuner.search.study_config import StudyConfig
 from tuner.search.tracker import NullTracker
@@ -79,3 +86,29 @@ def test_a_challenger_that_fails_its_second_start_is_infeasible(
     assert not second.feasible
     assert second.starts == 2
     assert "met the SLOs on its first start, not on its second" in second.detail
+
+
+def test_a_second_start_is_not_reserved_past_the_budget_another_process_took(
+        tmp_path: Path, make_ctx: MakeContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = make_ctx()
+    cfg = StudyConfig(engine="vllm", workload=SMOKE, model="/m", trials=2, intensify=True,
+                      out_dir=tmp_path, study_name="race")
+    shared = open_shared(cfg, ctx.space.legal_defaults(ctx.defaults_config()))
+    search = study_module._Search(cfg, ctx, NullTracker(), StudyProgress(), shared.study,
+                                  shared.record)
+    ours = shared.study.ask()  # the defaults: the first incumbent, a challenger
+    real = study_module.ledger
+    others: list[optuna.Trial] = []
+
+    def racing(study: optuna.Study) -> Ledger:
+        seen = real(study)
+        if not others:  # another process asks between this look and the reservation
+            others.append(study.ask())
+        return seen
+
+    monkeypatch.setattr(study_module, "ledger", racing)
+    result = TrialResult(number=ours.number, config={}, defaults=True, outcome="ok",
+                         cost_per_m_output_tokens=1.0)
+    assert not search._challenges(ours, result)
+    assert starts_of(shared.study.get_trials()[ours.number]) == 1  # reservation undone
+    assert others  # the other process's start stands: 2 starts in all, the budget
