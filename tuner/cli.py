@@ -95,6 +95,9 @@ def tune(
                                         "engine's defaults)")] = 20,
     time_budget: Annotated[float | None, typer.Option(
         help="seconds after which no new trial starts")] = None,
+    budget_usd: Annotated[float | None, typer.Option(
+        help="USD after which no new trial starts: engine time x accelerators x the "
+        "workload's cost.usd_per_hour, over the finished trials")] = None,
     launcher: Annotated[str, typer.Option(help="process or docker")] = "process",
     image: Annotated[str | None, typer.Option(
         help="container image (docker); default: the engine spec's image")] = None,
@@ -161,7 +164,8 @@ def tune(
 
         cfg = validate(StudyConfig, dict(
             engine=engine, workload=workload, model=model, trials=trials,
-            time_budget_s=time_budget, launcher=launcher, image=image, image_tag=image_tag,
+            time_budget_s=time_budget, budget_usd=budget_usd, launcher=launcher, image=image,
+            image_tag=image_tag,
             network=network, study_name=study_name, storage=storage,
             tracking_uri=tracking_uri or settings.tracking_uri, out_dir=out, seed=seed,
             sampler=sampler, intensify=intensify, search_space=search_space,

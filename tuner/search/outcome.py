@@ -27,6 +27,10 @@ class Timing(BaseModel):
     teardown_s: float = 0.0
     wall_s: float = 0.0
 
+    def plus(self, other: Timing) -> Timing:
+        """Both starts' seconds (a trial measured again on a fresh start)."""
+        return Timing(**{k: getattr(self, k) + getattr(other, k) for k in Timing.model_fields})
+
 
 class TrialResult(BaseModel):
     number: int

@@ -75,14 +75,16 @@ class ToFinish:
 
 
 def to_finish(spend: Spend, starts_left: int, *, parallel: int = 1,
-              budget_usd: float | None = None) -> ToFinish:
-    """The starts the trial budget has left (fewer when the money budget runs out first),
-    their time at ``parallel`` at once and their cost."""
+              budget_usd: float | None = None, seconds_left: float | None = None) -> ToFinish:
+    """The starts the trial budget has left (fewer when the money budget, or the time budget
+    of ``seconds_left``, runs out first), their time at ``parallel`` at once and their cost.
+    A start begun before a budget runs out runs to its end."""
     per_usd, per_s = spend.usd_per_start, spend.wall_per_start
     starts = max(0, starts_left)
     if budget_usd is not None and per_usd:
-        affordable = max(0.0, budget_usd - spend.usd) / per_usd
-        starts = min(starts, math.ceil(affordable))  # the last one started runs to its end
+        starts = min(starts, math.ceil(max(0.0, budget_usd - spend.usd) / per_usd))
+    if seconds_left is not None and per_s:
+        starts = min(starts, math.ceil(max(0.0, seconds_left) * max(1, parallel) / per_s))
     return ToFinish(starts=starts,
                     seconds=None if per_s is None else starts * per_s / max(1, parallel),
                     usd=None if per_usd is None else starts * per_usd)

@@ -50,6 +50,7 @@ from tuner.search.shared_study import (
     return_to_queue,
     worker_id,
 )
+from tuner.search.spend import spend_line, study_spend, to_finish
 from tuner.search.study_config import StudyConfig
 from tuner.search.study_record import StudyRecord
 from tuner.search.tracker import Tracker
@@ -135,6 +136,7 @@ class _Search:
         self.record = record
         self.trials = record.trials
         self.deadline = record.deadline
+        self.budget_usd = record.budget_usd
         self.beat_s = float(record.heartbeat_s)
         self.poll_s = min(self.beat_s, POLL_S)
         self.worker_id = worker_id()
@@ -144,8 +146,9 @@ class _Search:
 
     def _next(self) -> tuple[optuna.Trial, dict[str, Any], bool] | None:
         """The next trial this process runs; None when the study's budget is spent (or the
-        time budget is), or this process is stopping. While every start the budget allows is
-        taken by running trials, it waits: a worker that dies gives its trial back."""
+        time budget is, or the money budget), or this process is stopping. While every start
+        the budget allows is taken by running trials, it waits: a worker that dies gives its
+        trial back."""
         while not self.stopping.is_set():
             with self.lock:
                 fail_stale(self.study)
@@ -154,6 +157,8 @@ class _Search:
                     return None
                 if self.deadline is not None and time.time() >= self.deadline:
                     self.ctx.progress.note("time budget spent; no new trials")
+                    return None
+                if self._money_spent():
                     return None
                 if not led.taken(self.trials) and (job := self._ask()) is not None:
                     return job
@@ -250,12 +255,13 @@ class _Search:
         costs = [first.cost_per_m_output_tokens]
         if not again.feasible or again.cost_per_m_output_tokens is None:
             return again.model_copy(update={
-                "starts": 2, "costs": costs,
+                "starts": 2, "costs": costs, "timing": first.timing.plus(again.timing),
                 "detail": f"met the SLOs on its first start, not on its second: {again.detail}"})
         costs.append(again.cost_per_m_output_tokens)
         load = (first.max_load + (again.max_load or first.max_load)) / 2
         return first.model_copy(update={"starts": 2, "costs": costs, "max_load": load,
-                                        "cost_per_m_output_tokens": sum(costs) / 2})
+                                        "cost_per_m_output_tokens": sum(costs) / 2,
+                                        "timing": first.timing.plus(again.timing)})
 
     def _tell(self, trial: optuna.Trial, result: TrialResult) -> None:
         slo = self.ctx.workload.slo
@@ -287,6 +293,27 @@ class _Search:
         if best:
             self.ctx.progress.status("best", f"{money(best[0].cost_per_m_output_tokens)}/M "
                                      f"output tokens (trial {best[0].number})")
+        self._show_spend()
+
+    def _money_spent(self) -> bool:
+        """The study's finished trials (every worker's) spent the money budget."""
+        if self.budget_usd is None:
+            return False
+        spent = study_spend(self.study, self.ctx.workload.cost)
+        if spent.usd < self.budget_usd:
+            return False
+        self.ctx.progress.note(f"money budget spent ({money(spent.usd)} of "
+                               f"{money(self.budget_usd)}); no new trials")
+        return True
+
+    def _show_spend(self) -> None:
+        """The progress line: what the study spent, and what finishing it takes."""
+        spent = study_spend(self.study, self.ctx.workload.cost)
+        left = to_finish(spent, self.trials - ledger(self.study).launched,
+                         parallel=self.cfg.parallel, budget_usd=self.budget_usd,
+                         seconds_left=None if self.deadline is None
+                         else self.deadline - time.time())
+        self.ctx.progress.status("spend", spend_line(spent, left, self.budget_usd))
 
 
 def results_summary(results: list[TrialResult]) -> dict[str, int]:

@@ -19,6 +19,8 @@ class StudyConfig(StrictModel):
     search_space: Path | None = None
     trials: int = Field(default=20, ge=1, le=10_000, description="finished trials to reach")
     time_budget_s: float | None = Field(default=None, gt=0)
+    budget_usd: float | None = Field(default=None, gt=0, description="no new trial starts once "
+                                     "the study's finished trials spent this on accelerators")
     launcher: Literal["process", "docker"] = "process"
     image: str | None = Field(default=None, description="container image (docker); overrides "
                               "the engine spec's image and tag")

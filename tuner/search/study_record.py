@@ -36,6 +36,7 @@ class StudyRecord(StrictModel):
     search_space_yaml: str
     trials: int = Field(ge=1)
     time_budget_s: float | None = None
+    budget_usd: float | None = None
     created_at: float = Field(description="Unix time the study was created")
     sampler: str
     seed: int
@@ -64,7 +65,7 @@ def record_of(cfg: StudyConfig, parent_run_id: str | None,
         served_name=cfg.served_name, workload_name=cfg.workload.stem,
         workload_yaml=cfg.workload.read_text(),
         search_space_yaml=space_file(cfg.search_space or cfg.engine).read_text(),
-        trials=cfg.trials, time_budget_s=cfg.time_budget_s,
+        trials=cfg.trials, time_budget_s=cfg.time_budget_s, budget_usd=cfg.budget_usd,
         created_at=time.time() if now is None else now, sampler=cfg.sampler, seed=cfg.seed,
         intensify=cfg.intensify, remeasure_top=cfg.remeasure_top,
         remeasure_repeats=cfg.remeasure_repeats, enqueue=cfg.enqueue, device=cfg.device,
@@ -89,7 +90,8 @@ def config_from(record: StudyRecord, *, name: str, storage: str, out_dir: Path,
     data: dict[str, Any] = dict(
         engine=record.engine, workload=workload, model=record.model,
         served_name=record.served_name, search_space=space, trials=record.trials,
-        time_budget_s=record.time_budget_s, launcher=launcher, study_name=name,
+        time_budget_s=record.time_budget_s, budget_usd=record.budget_usd, launcher=launcher,
+        study_name=name,
         storage=storage, tracking_uri=tracking_uri or record.tracking_uri, out_dir=out_dir,
         seed=record.seed, intensify=record.intensify, sampler=record.sampler,
         remeasure_top=record.remeasure_top, remeasure_repeats=record.remeasure_repeats,

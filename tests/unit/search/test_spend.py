@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.fakes.trials import trial
+from tuner.search.outcome import Timing
 from tuner.search.spend import spend_line, spend_of, to_finish, trial_usd
 from tuner.workload.models import Cost
 
@@ -43,3 +44,14 @@ def test_the_progress_line() -> None:
     assert line == "$1 of $10 spent; to finish: 3 engine starts, about 60 min, $3"
     empty = spend_of([], PRICE)
     assert spend_line(empty, to_finish(empty, 3), None) == "$0 spent (0 engine starts)"
+
+
+def test_a_trial_measured_again_counts_both_starts_time() -> None:
+    both = Timing(startup_s=1, measure_s=2, wall_s=4).plus(Timing(startup_s=3, teardown_s=1))
+    assert both == Timing(startup_s=4, measure_s=2, teardown_s=1, wall_s=4)
+
+
+def test_the_time_budget_caps_the_estimate_too() -> None:
+    spent = spend_of([trial(0, 1.0, engine_s=599)], PRICE)  # 600 s a start, wall
+    assert to_finish(spent, 10, seconds_left=900).starts == 2
+    assert to_finish(spent, 10, seconds_left=900, parallel=2).starts == 3
