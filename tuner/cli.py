@@ -355,6 +355,8 @@ def export(
     pick: Annotated[str | None, typer.Option(
         help="a point of the study's Pareto front: cheapest, fastest, or bounds such as "
         "'ttft_p95_ms<=300,itl_p95_ms<=40'; default: the study's winner")] = None,
+    trial: Annotated[int | None, typer.Option(
+        help="export this trial of the folder instead, whatever its outcome")] = None,
     out: Annotated[Path | None, typer.Option(help="write here; default: standard output")
                    ] = None,
     image: Annotated[str | None, typer.Option(
@@ -378,7 +380,7 @@ def export(
 
         text = export_command(study, fmt, pick=pick, image=image, name=name, port=port,
                               sizing=Sizing(cpu=cpu, memory=memory, model_pvc=model_pvc),
-                              settings=settings)
+                              settings=settings, trial=trial)
         if out is None:
             typer.echo(text, nl=False)
         else:

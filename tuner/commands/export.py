@@ -1,7 +1,8 @@
 """``tune export --study DIR --format F``: a study's chosen configuration as what people deploy.
 
-The configuration is the study's winner (the re-measured one, or the cheapest trial), or a
-point of its Pareto front (``--pick cheapest|fastest|ttft_p95_ms<=X``). Nothing is started.
+The configuration is the study's winner (the re-measured one, or the cheapest trial), a
+point of its Pareto front (``--pick cheapest|fastest|ttft_p95_ms<=X``), or one of this host's
+trials (``--trial N``), whatever its outcome. Nothing is started.
 """
 
 from __future__ import annotations
@@ -20,9 +21,18 @@ from tuner.search.study_folder import StudyFolder, read_study_folder
 from tuner.settings import Settings
 
 
-def target(folder: StudyFolder, pick: str | None) -> TradeOff | TrialResult:
-    """The trial to export: the pick's point of the front, or the study's winner (its
-    cheapest trial while it has no summary)."""
+def target(folder: StudyFolder, pick: str | None, trial: int | None = None
+           ) -> TradeOff | TrialResult:
+    """The trial to export: trial ``trial``, the pick's point of the front, or the study's
+    winner (its cheapest trial while it has no summary)."""
+    if trial is not None:
+        if pick is not None:
+            raise ConfigError("--trial and --pick both choose the trial: give one of them")
+        found = next((r for r in folder.trials if r.number == trial), None)
+        if found is None:
+            have = ", ".join(str(r.number) for r in folder.trials) or "none"
+            raise ConfigError(f"--trial {trial}: not among this folder's trials ({have})")
+        return found
     if pick is not None:
         return choose(folder.front(), parse_pick(pick))
     winner = folder.winner()
@@ -56,13 +66,14 @@ def chosen_of(folder: StudyFolder, picked: TradeOff | TrialResult, *, image: str
 
 
 def export_command(study_dir: Path, fmt: str, *, pick: str | None, image: str | None,
-                   name: str | None, port: int, sizing: Sizing, settings: Settings) -> str:
+                   name: str | None, port: int, sizing: Sizing, settings: Settings,
+                   trial: int | None = None) -> str:
     """The exported file's text (written by the caller)."""
     form = export_format(fmt)
     if not 1 <= port <= 65535:
         raise ConfigError(f"--port {port}: give a port from 1 to 65535")
     folder = read_study_folder(study_dir)
-    chosen = chosen_of(folder, target(folder, pick), image=image, name=name, port=port,
+    chosen = chosen_of(folder, target(folder, pick, trial), image=image, name=name, port=port,
                        sizing=sizing)
     return form.render(chosen, Where(cache_root=settings.cache_dir,
                                      options_dir=study_dir / "export"))

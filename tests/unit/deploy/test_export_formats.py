@@ -212,3 +212,15 @@ def test_unknown_format_and_folder(tmp_path: Path, make_study: MakeStudy) -> Non
         export(tmp_path, "k8s")
     with pytest.raises(ConfigError, match="--memory '16 GB': give a Kubernetes quantity"):
         Sizing(memory="16 GB")
+
+
+def test_a_trial_by_number_whatever_its_outcome(make_study: MakeStudy) -> None:
+    folder = make_study(winner=1)
+    text = export(folder, "command", trial=3)  # it met no SLO: exported, with no figures
+    assert "trial 3 " in text
+    assert "measured:" not in text
+    with pytest.raises(ConfigError, match=r"--trial 9: not among this folder's trials "
+                       r"\(0, 1, 2, 3\)"):
+        export(folder, "command", trial=9)
+    with pytest.raises(ConfigError, match="--trial and --pick both choose the trial"):
+        export(folder, "command", pick="cheapest", trial=1)

@@ -1,0 +1,74 @@
+"""``tune export --format docker`` run for real: a one-trial study of vLLM (CPU) in the test
+image through the Docker launcher, then the exported ``docker run`` line, run by a shell as a
+person would paste it, serves completions; ``tune cleanup`` leaves the container alone."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import docker
+import httpx
+import pytest
+from docker.errors import NotFound
+
+from tests.integration.conftest import IMAGE, REPO, SERVED
+from tuner.launch.process import free_port
+
+pytestmark = pytest.mark.integration
+
+
+def tune(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tuner", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def wait_serving(url: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{url}/v1/models", timeout=5).status_code == 200:
+                return
+        time.sleep(2)
+    pytest.fail(f"the exported container did not serve {url} within {timeout:.0f} s")
+
+
+def test_the_exported_docker_run_serves_requests(image: str, client: docker.DockerClient,
+                                                 tiny_model: Path, tmp_path: Path) -> None:
+    study = tune("--engine", "vllm", "--launcher", "docker", "--image", IMAGE,
+                 "--workload", str(REPO / "tests" / "data" / "workload-ci.yaml"),
+                 "--search-space", str(REPO / "tests" / "data" / "space-ci.yaml"),
+                 "--model", str(tiny_model), "--out", str(tmp_path), "--study-name", "exp",
+                 "--trials", "1", "--remeasure-top", "0", timeout=1200)
+    assert study.returncode == 0, study.stderr[-3000:]
+    folder = tmp_path / "exp"
+    port = free_port()
+    name = f"tuner-export-test-{port}"
+    exported = tune("export", "--study", str(folder), "--format", "docker", "--trial", "0",
+                    "--port", str(port), "--name", name)
+    assert exported.returncode == 0, exported.stderr
+    assert f" {IMAGE} /models/model " in exported.stdout.replace("\\\n", " ")  # the trial's
+    try:
+        started = subprocess.run(["bash", "-c", exported.stdout], capture_output=True,
+                                 text=True, timeout=120)
+        assert started.returncode == 0, started.stderr
+        url = f"http://127.0.0.1:{port}"
+        wait_serving(url, timeout=600)
+        answer = httpx.post(f"{url}/v1/completions", timeout=120, json={
+            "model": SERVED, "prompt": "The tuner exported", "max_tokens": 8})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["usage"]["completion_tokens"] > 0
+        container = client.containers.get(name)
+        assert not [k for k in container.labels if k.startswith("tuner.")]
+        assert container.attrs["HostConfig"]["ShmSize"] == 16 * 1024**3
+        assert container.attrs["HostConfig"]["IpcMode"] == "host"
+        cleaned = tune("cleanup")
+        assert cleaned.returncode == 0, cleaned.stderr
+        container.reload()
+        assert container.status == "running"  # not ours to remove: a deployment
+    finally:
+        with contextlib.suppress(NotFound):
+            client.containers.get(name).remove(force=True)
