@@ -21,7 +21,7 @@ METRICS = (b"vllm:kv_cache_usage_perc 0.0001\nvllm:num_requests_running 0\n"
 
 
 async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                  gap_s: float) -> None:
+                  gap_s: float, served: str = "tiny-llama") -> None:
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -33,7 +33,7 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                              b"content-length: %d\r\n\r\n%s" % (len(METRICS), METRICS))
                 continue
             if head.startswith(b"GET"):
-                data = json.dumps({"data": [{"id": "tiny-llama"}]}).encode()
+                data = json.dumps({"data": [{"id": served}]}).encode()
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
                              b"content-length: %d\r\n\r\n%s" % (len(data), data))
                 continue
@@ -58,14 +58,15 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
 
 
 @contextmanager
-def sse_server(gap_s: float = 0.002) -> Iterator[str]:
-    """Serve until the block ends; yields the base URL."""
+def sse_server(gap_s: float = 0.002, served: str = "tiny-llama") -> Iterator[str]:
+    """Serve until the block ends (GET /v1/models lists ``served``); yields the base URL."""
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     holder: dict[str, object] = {}
 
     async def serve() -> None:
-        server = await asyncio.start_server(lambda r, w: _handle(r, w, gap_s), "127.0.0.1", 0)
+        server = await asyncio.start_server(lambda r, w: _handle(r, w, gap_s, served),
+                                            "127.0.0.1", 0)
         holder["server"] = server
         holder["port"] = server.sockets[0].getsockname()[1]
         ready.set()

@@ -70,9 +70,12 @@ def test_bad_workload_names_the_field(tmp_path: Path) -> None:
 
 
 def test_missing_tokenizer_says_how_to_fix(tmp_path: Path) -> None:
+    from tests.sse_server import sse_server
+
     wl = tmp_path / "w.yaml"
     wl.write_text(WORKLOAD.read_text().replace("model: tiny-llama", "model: nobody/none"))
-    done = tune("bench", "--endpoint", "http://127.0.0.1:1", "--workload", str(wl))
+    with sse_server(served="nobody/none") as url:  # served: the tokenizer is what is missing
+        done = tune("bench", "--endpoint", url, "--workload", str(wl))
     one_line_error(done, 2, "pass --tokenizer DIR")
 
 

@@ -72,4 +72,40 @@ def test_implausible_values_are_warned_before_the_run(tmp_path: Path) -> None:
     assert "slo.ttft_p95_ms is 1 ms, faster than any engine serves: seconds written as " \
         "milliseconds? (1 s is 1000)" in lines[0]
     assert "500 req/s with stop.requests 20: every request goes out in 0.04 s" in lines[1]
-    assert lines[2].startswith("error: ")
+    assert lines[2].startswith("error: cannot reach http://127.0.0.1:9")
+
+
+def test_a_misspelt_model_is_named_before_any_tokenizer_is_looked_for(tmp_path: Path) -> None:
+    from tests.sse_server import sse_server
+
+    workload = tmp_path / "w.yaml"
+    workload.write_text(SMOKE.replace("model: tiny-llama", "model: tiny-lama"))
+    with sse_server() as url:  # serves tiny-llama; no tokenizer exists for tiny-lama
+        (done,) = tune_all(["bench", "--endpoint", url, "--workload", str(workload)])
+    one_line_error(done, 2, f"{url} does not serve model 'tiny-lama'; it serves tiny-llama: "
+                   "did you mean 'tiny-llama'? set `model:` in the workload")
+
+
+def test_endpoints_that_are_not_a_base_url_say_which_to_give(tmp_path: Path) -> None:
+    workload = tmp_path / "w.yaml"
+    workload.write_text(SMOKE)
+    no_scheme, route = tune_all(
+        ["bench", "--endpoint", "127.0.0.1:8123", "--workload", str(workload)],
+        ["bench", "--endpoint", "http://127.0.0.1:8123/v1/chat/completions", "--workload",
+         str(workload)])
+    one_line_error(no_scheme, 2, "--endpoint '127.0.0.1:8123' needs a scheme: give "
+                   "http://127.0.0.1:8123")
+    one_line_error(route, 2, "--endpoint 'http://127.0.0.1:8123/v1/chat/completions' is the "
+                   "/v1/chat/completions route; give the base URL http://127.0.0.1:8123")
+
+
+def test_a_tokenizer_given_that_is_not_there_is_named(tmp_path: Path) -> None:
+    workload = tmp_path / "w.yaml"
+    workload.write_text(SMOKE.replace("model: tiny-llama", "model: tiny-llama\ntokenizer: tk"))
+    in_workload, option = tune_all(
+        bench(workload),
+        ["bench", "--endpoint", "http://127.0.0.1:9", "--workload", str(REPO / "experiments"
+         / "workloads" / "smoke.yaml"), "--tokenizer", str(tmp_path / "nowhere")])
+    one_line_error(in_workload, 2, f"w.yaml: tokenizer: no tokenizer.json at {tmp_path / 'tk'}; "
+                   "give the folder that holds it")
+    one_line_error(option, 2, f"--tokenizer {tmp_path / 'nowhere'}: no tokenizer.json there")

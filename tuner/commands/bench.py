@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from tuner.commands.progress_display import progress_display
+from tuner.errors import ConfigError
 from tuner.loadgen import event_loop
 from tuner.measurement.bench_report import make_report, write_report
 from tuner.measurement.bench_session import open_bench
@@ -17,6 +18,7 @@ from tuner.settings import Settings
 from tuner.workload.loader import load_workload
 from tuner.workload.plan import plan_notes
 from tuner.workload.plausibility import implausible_run
+from tuner.workload.tokenizer import given_tokenizer_file
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +27,9 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
                   json_path: Path | None, tokenizer: Path | None, metrics_url: str | None,
                   settings: Settings, console: Console, progress_console: Console,
                   workers: int | None = None) -> None:
+    if tokenizer is not None and given_tokenizer_file(tokenizer) is None:
+        raise ConfigError(f"--tokenizer {tokenizer}: no tokenizer.json there; give the folder "
+                          "that holds it")
     workload = load_workload(workload_path)
     if not find_capacity:
         for warning in implausible_run(workload):

@@ -3,6 +3,7 @@ which request extras it accepts (forced output lengths, usage in the stream)."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 from dataclasses import replace
@@ -19,14 +20,39 @@ log = logging.getLogger(__name__)
 PROBE_TOKENS = 4
 
 
+ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/models", "/metrics", "/health")
+
+
 def normalise_endpoint(url: str) -> str:
-    """``http://host:port`` from a URL that may end in ``/`` or ``/v1``."""
-    url = url.rstrip("/")
+    """``http://host:port`` (and any base path) from a URL that may end in ``/`` or ``/v1``;
+    an EndpointError that shows the URL to give when it has no scheme or is a route."""
+    url = url.strip().rstrip("/")
+    if "://" not in url:
+        raise EndpointError(f"--endpoint {url!r} needs a scheme: give http://{url}")
+    if not url.startswith(("http://", "https://")):
+        raise EndpointError(f"--endpoint {url!r}: give an http:// or https:// URL")
+    for route in ROUTES:
+        if url.endswith(route):
+            base = url[:-len(route)]
+            raise EndpointError(f"--endpoint {url!r} is the {route} route; give the base URL "
+                                f"{base}")
     if url.endswith("/v1"):
         url = url[:-3]
-    if not url.startswith(("http://", "https://")):
-        raise EndpointError(f"endpoint {url!r} needs a scheme, e.g. http://127.0.0.1:8000")
     return url
+
+
+async def check_serves(url: str, model: str) -> None:
+    """The endpoint is reachable, OpenAI-compatible and serves ``model`` (checked before
+    anything is loaded for the model, so a misspelt name is not taken for a missing
+    tokenizer)."""
+    async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
+        models = await served_models(http, url)
+    if model not in models:
+        close = difflib.get_close_matches(model, models, n=1, cutoff=0.6)
+        meant = f"did you mean {close[0]!r}? " if close else ""
+        raise EndpointError(f"{url} does not serve model {model!r}; it serves "
+                            f"{', '.join(models) or 'nothing'}: {meant}set `model:` in the "
+                            "workload")
 
 
 async def served_models(http: httpx.AsyncClient, url: str) -> list[str]:
@@ -74,11 +100,8 @@ async def probe_endpoint(url: str, model: str, api: Api, prompt: str, prompt_tok
                          force_lengths: bool = True) -> ServerCaps:
     """Validate the endpoint and find what it accepts. Raises EndpointError (bad input).
     ``force_lengths=False`` (an engine known to ignore them) never sends the extras."""
+    await check_serves(url, model)
     async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
-        models = await served_models(http, url)
-        if model not in models:
-            raise EndpointError(f"{url} does not serve model {model!r}; it serves "
-                                f"{', '.join(models) or 'nothing'}: set `model:` in the workload")
         req = PlannedRequest(0, "probe", None, prompt_tokens, PROBE_TOKENS, prompt)
         caps = ServerCaps()
         # Drop extras one at a time until the server accepts the request.

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from tuner.loadgen.client import ServerCaps
-from tuner.loadgen.probe import normalise_endpoint, probe_endpoint
+from tuner.loadgen.probe import check_serves, normalise_endpoint, probe_endpoint
 from tuner.loadgen.progress import NULL_PROGRESS, Progress
 from tuner.loadgen.records import RequestRecord
 from tuner.loadgen.runner import Runner, StopCheck
@@ -127,6 +127,7 @@ async def open_bench(workload: Workload, endpoint: str, *, tokenizer: Path | Non
     ``models_dir`` is where models made by ``tune make-model`` are found by name; ``workers``
     the client processes of open-loop runs (None: as the planned token rate needs)."""
     url = normalise_endpoint(endpoint)
+    await check_serves(url, workload.model)  # a misspelt model is not a missing tokenizer
     synth = PromptSynth(load_tokenizer(workload.model, tokenizer or workload.tokenizer,
                                        models_dir))
     specials = workload.api == "completions"

@@ -16,6 +16,7 @@ from tuner.validation import StrictModel
 from tuner.workload.arrivals import ArrivalProcess, TraceArrivals
 from tuner.workload.lengths import LengthDist
 from tuner.workload.paths import beside_workload
+from tuner.workload.tokenizer import given_tokenizer_file
 
 
 class Conversation(StrictModel):
@@ -172,7 +173,13 @@ class Workload(StrictModel):
     @field_validator("tokenizer")
     @classmethod
     def _resolve(cls, value: Path | None, info: ValidationInfo) -> Path | None:
-        return None if value is None else beside_workload(value, info)
+        if value is None:
+            return None
+        path = beside_workload(value, info)
+        if given_tokenizer_file(path) is None:
+            raise ValueError(f"no tokenizer.json at {path}; give the folder that holds it "
+                             "(relative to the workload file), or leave `tokenizer` out")
+        return path
 
     @model_validator(mode="after")
     def _mix(self) -> Workload:

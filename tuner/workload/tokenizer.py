@@ -16,6 +16,12 @@ from tuner.errors import ConfigError
 from tuner.settings import hf_cache_dirs
 
 
+def given_tokenizer_file(given: Path) -> Path | None:
+    """The tokenizer.json a given folder (or file) holds; None when it holds none."""
+    path = given if given.suffix == ".json" else given / "tokenizer.json"
+    return path if path.is_file() else None
+
+
 def find_tokenizer_file(model: str, explicit: Path | None = None,
                         models_dir: Path | None = None) -> Path:
     """The tokenizer.json for ``model``; ConfigError naming what was tried when absent."""
