@@ -109,3 +109,35 @@ def test_a_tokenizer_given_that_is_not_there_is_named(tmp_path: Path) -> None:
     one_line_error(in_workload, 2, f"w.yaml: tokenizer: no tokenizer.json at {tmp_path / 'tk'}; "
                    "give the folder that holds it")
     one_line_error(option, 2, f"--tokenizer {tmp_path / 'nowhere'}: no tokenizer.json there")
+
+
+def test_report_on_a_folder_that_does_not_exist(tmp_path: Path) -> None:
+    missing, a_file = tune_all(["report", "--dir", str(tmp_path / "nope")],
+                               ["report", "--dir", str(REPO / "README.md")])
+    one_line_error(missing, 2, f"--dir {tmp_path / 'nope'}: no such folder; give the folder "
+                   "tune compare or tune wrote")
+    one_line_error(a_file, 2, "README.md: a file, not a folder")
+
+
+@pytest.mark.slow
+def test_the_recorded_comparison_is_rebuilt_by_tune_report(tmp_path: Path) -> None:
+    """experiments/compare-cpu/results ships what `tune report` needs (its inputs and the
+    studies' trials): rebuilt in a copy, the verdict is the recorded one."""
+    import json
+    import shutil
+
+    results = REPO / "experiments" / "compare-cpu" / "results"
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    inputs = json.loads((copy / "inputs.json").read_text())
+    for study in inputs["studies"]:  # the copy's studies, not the repository's
+        study["study_dir"] = str(copy / Path(study["study_dir"]).name)
+    inputs["workload"] = str(REPO / inputs["workload"])
+    (copy / "inputs.json").write_text(json.dumps(inputs))
+    (done,) = tune_all(["report", "--dir", str(copy)])
+    assert done.returncode == 0, done.stderr
+    rebuilt = json.loads((copy / "compare.json").read_text())
+    recorded = json.loads((results / "compare.json").read_text())
+    assert rebuilt["verdict"] == recorded["verdict"]
+    assert [e["tuning_delta"] for e in rebuilt["engines"]] == [
+        e["tuning_delta"] for e in recorded["engines"]]

@@ -16,6 +16,11 @@ from tuner.search.study_folder import read_study_folder
 
 
 def report_command(folder: Path, console: Console) -> None:
+    if not folder.exists():
+        raise ConfigError(f"--dir {folder}: no such folder; give the folder tune compare or "
+                          "tune wrote (tune-runs/compare-<workload> or tune-runs/<study>)")
+    if not folder.is_dir():
+        raise ConfigError(f"--dir {folder}: a file, not a folder; give the folder it is in")
     if (folder / "inputs.json").is_file():
         from tuner.commands.compare import report_command as comparison_report
 
