@@ -38,13 +38,18 @@ def _comments(lines: list[str]) -> str:
     return "".join(f"# {line}\n" for line in lines)
 
 
-def _model_note(chosen: Chosen, secret_required: bool = False) -> str:
+def _model_note(chosen: Chosen, *, secret_required: bool = False, kserve: bool = False
+                ) -> str:
+    """What the cluster must hold for the model: the claim with its folder, or a token."""
     if chosen.local_model:
         return (f"the PersistentVolumeClaim {chosen.model_pvc} must hold the model folder as "
                 f"{chosen.model_folder}/ (copy {chosen.model} there)")
+    if kserve:
+        return (f"KServe's storage initializer downloads the model {chosen.model} (hf://) "
+                "before the engine starts")
     need = "must" if secret_required else "may"
-    return (f"the model {chosen.model} is downloaded at start; a Secret {HF_SECRET['name']} "
-            f"(key {HF_SECRET['key']}) {need} hold a Hugging Face token")
+    return (f"the engine downloads the model {chosen.model} at start; a Secret "
+            f"{HF_SECRET['name']} (key {HF_SECRET['key']}) {need} hold a Hugging Face token")
 
 
 def _yaml(objects: list[dict[str, Any]], lines: list[str]) -> str:
@@ -66,8 +71,7 @@ def _helm(chosen: Chosen, where: Where) -> str:
 
 def _kserve(chosen: Chosen, where: Where) -> str:
     return _yaml(kserve_objects(chosen),
-                 [*chosen.header(), _model_note(chosen).replace(
-                     "is downloaded at start", "is downloaded by KServe's storage initializer"),
+                 [*chosen.header(), _model_note(chosen, kserve=True),
                   "kubectl apply -f this file (KServe installed)"])
 
 
