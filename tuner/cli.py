@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -16,8 +17,9 @@ from typing import Annotated, TypeVar
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 
-from tuner.errors import ConfigError, TunerError
+from tuner.errors import EXIT_INTERRUPTED, TunerError
 from tuner.settings import Settings
 
 T = TypeVar("T")
@@ -31,31 +33,26 @@ err = Console(stderr=True)
 
 
 def fail(message: str, code: int) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
 def run_cli(fn: Callable[[], T], debug: bool) -> T:
-    """Run ``fn``; translate the exception tree into one line and an exit code."""
+    """Run ``fn``; translate the exception tree into one line and an exit code. ``--debug``
+    adds the traceback before that line; the exit code is the same with it or without."""
     try:
         return fn()
-    except ConfigError as exc:
-        if debug:
-            raise
-        raise fail(str(exc), 2) from None
-    except TunerError as exc:
-        if debug:
-            raise
-        raise fail(str(exc), 1) from None
-    except KeyboardInterrupt:
-        raise fail("interrupted", 130) from None
     except typer.Exit:
         raise
+    except KeyboardInterrupt:
+        raise fail("interrupted", EXIT_INTERRUPTED) from None
     except Exception as exc:
         if debug:
-            raise
-        raise fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the "
-                   "traceback)", 1) from None
+            traceback.print_exc()
+        if isinstance(exc, TunerError):
+            raise fail(str(exc), exc.cli_exit_code) from None
+        hint = "" if debug else " (run with --debug for the traceback)"
+        raise fail(f"internal error: {type(exc).__name__}: {exc}{hint}", 1) from None
 
 
 def start(debug: bool) -> Settings:

@@ -1,20 +1,26 @@
 """The one exception tree of the project.
 
-Every error a user can see derives from :class:`TunerError`. The CLI maps
-:class:`ConfigError` (and its children) to exit code 2, everything else to 1.
+Every error a user can see derives from :class:`TunerError` and carries the exit code the CLI
+ends with: :class:`ConfigError` (and its children) 2, everything else 1.
 Errors from Docker, httpx and MLflow are translated at module boundaries with
 ``raise ... from exc`` so that callers only ever handle these types.
 """
 
 from __future__ import annotations
 
+EXIT_INTERRUPTED = 130
+
 
 class TunerError(Exception):
     """Base class: a failure the tool reports in one line."""
 
+    cli_exit_code = 1
+
 
 class ConfigError(TunerError):
     """Bad input: a workload, spec, search space or option is wrong. Exit code 2."""
+
+    cli_exit_code = 2
 
 
 class EndpointError(ConfigError):

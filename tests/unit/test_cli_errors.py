@@ -141,3 +141,13 @@ def test_the_recorded_comparison_is_rebuilt_by_tune_report(tmp_path: Path) -> No
     assert rebuilt["verdict"] == recorded["verdict"]
     assert [e["tuning_delta"] for e in rebuilt["engines"]] == [
         e["tuning_delta"] for e in recorded["engines"]]
+
+
+def test_debug_adds_the_traceback_not_another_exit_code(tmp_path: Path) -> None:
+    workload = tmp_path / "w.yaml"
+    workload.write_text(SMOKE.replace("ttft_p95_ms: 1000", "ttft_p95_s: 1"))
+    plain, debug = tune_all(bench(workload), [*bench(workload), "--debug"])
+    line = one_line_error(plain, 2, "unknown key")
+    assert debug.returncode == 2, debug.stderr
+    assert debug.stderr.startswith("Traceback (most recent call last):")
+    assert debug.stderr.strip().splitlines()[-1] == line  # the same line, last
