@@ -1,6 +1,6 @@
 """A minimal OpenAI-style streaming server: raw asyncio, 127.0.0.1. Each completion streams
 ``max_tokens`` events ``gap_s`` apart, shaped as vLLM's (continuous usage), then [DONE];
-``GET /metrics`` answers a fixed Prometheus text (:data:`METRICS`).
+``GET /metrics`` answers a Prometheus text (:meth:`Fake.metrics`).
 
 Client tests run it on a thread of the test process (``sse_server``, a free port);
 experiments/benchmarks/client_cost.py runs it as its own process:
@@ -14,14 +14,30 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
-METRICS = (b"vllm:kv_cache_usage_perc 0.0001\nvllm:num_requests_running 0\n"
-           b"vllm:num_requests_waiting 0\n")
-"""GET /metrics: a vLLM-style exposition (a tiny KV-cache usage, an idle engine)."""
+
+@dataclass
+class Fake:
+    """How the fake serves: ``gap_s`` between events, the model it lists, and the share of
+    prompt tokens its (pretended) prefix cache hits, counted per completion served."""
+
+    gap_s: float = 0.002
+    served: str = "tiny-llama"
+    hit_share: float = 0.0
+    completions: int = 0
+
+    def metrics(self) -> bytes:
+        """GET /metrics: a vLLM-style exposition (a tiny KV-cache usage, an idle engine)."""
+        queries = 100 * self.completions
+        return (b"vllm:kv_cache_usage_perc 0.0001\nvllm:num_requests_running 0\n"
+                b"vllm:num_requests_waiting 0\nvllm:prefix_cache_queries_total %d\n"
+                b"vllm:prefix_cache_hits_total %d\n"
+                % (queries, round(queries * self.hit_share)))
 
 
 async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                  gap_s: float, served: str = "tiny-llama") -> None:
+                  fake: Fake) -> None:
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -29,15 +45,17 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                            if line.lower().startswith(b"content-length:")), 0)
             body = await reader.readexactly(length) if length else b""
             if head.startswith(b"GET /metrics"):
+                text = fake.metrics()
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n"
-                             b"content-length: %d\r\n\r\n%s" % (len(METRICS), METRICS))
+                             b"content-length: %d\r\n\r\n%s" % (len(text), text))
                 continue
             if head.startswith(b"GET"):
-                data = json.dumps({"data": [{"id": served}]}).encode()
+                data = json.dumps({"data": [{"id": fake.served}]}).encode()
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
                              b"content-length: %d\r\n\r\n%s" % (len(data), data))
                 continue
             n = json.loads(body).get("max_tokens", 16)
+            fake.completions += 1
             writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                          b"transfer-encoding: chunked\r\n\r\n")
             for i in range(n):
@@ -47,7 +65,7 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                       b'"completion_tokens":%d}}\n\n' % (33 + i, i + 1))
                 writer.write(b"%x\r\n%s\r\n" % (len(ev), ev))
                 await writer.drain()
-                await asyncio.sleep(gap_s)
+                await asyncio.sleep(fake.gap_s)
             end = b"data: [DONE]\n\n"
             writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(end), end))
             await writer.drain()
@@ -58,15 +76,16 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
 
 
 @contextmanager
-def sse_server(gap_s: float = 0.002, served: str = "tiny-llama") -> Iterator[str]:
-    """Serve until the block ends (GET /v1/models lists ``served``); yields the base URL."""
+def sse_server(gap_s: float = 0.002, served: str = "tiny-llama", hit_share: float = 0.0
+               ) -> Iterator[str]:
+    """Serve until the block ends (see :class:`Fake`); yields the base URL."""
+    fake = Fake(gap_s, served, hit_share)
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     holder: dict[str, object] = {}
 
     async def serve() -> None:
-        server = await asyncio.start_server(lambda r, w: _handle(r, w, gap_s, served),
-                                            "127.0.0.1", 0)
+        server = await asyncio.start_server(lambda r, w: _handle(r, w, fake), "127.0.0.1", 0)
         holder["server"] = server
         holder["port"] = server.sockets[0].getsockname()[1]
         ready.set()
@@ -85,7 +104,8 @@ def sse_server(gap_s: float = 0.002, served: str = "tiny-llama") -> Iterator[str
 
 
 async def serve_forever(port: int, gap_s: float) -> None:
-    server = await asyncio.start_server(lambda r, w: _handle(r, w, gap_s), "127.0.0.1", port,
+    fake = Fake(gap_s)
+    server = await asyncio.start_server(lambda r, w: _handle(r, w, fake), "127.0.0.1", port,
                                         backlog=1024)
     async with server:
         await server.serve_forever()

@@ -236,18 +236,31 @@ def bench(
         help="folder holding tokenizer.json; default: from the workload or the model")] = None,
     metrics_url: Annotated[str | None, typer.Option(
         help="Prometheus endpoint; default: <endpoint>/metrics")] = None,
+    load: Annotated[float | None, typer.Option(
+        help="the load instead of the workload's: its arrival rate (req/s; sessions/s for "
+        "conversations) or concurrency; a capacity search starts there", min=0.001)] = None,
+    duration: Annotated[float | None, typer.Option(
+        help="seconds instead of the workload's stop", min=0.001)] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="the workload's seed instead of the file's (lengths, send times, prompts)",
+        min=0)] = None,
+    epoch: Annotated[int | None, typer.Option(
+        help="prompts of this epoch (recorded in the JSON), to send the same requests again; "
+        "default: fresh prompts each run, so a run never hits what an earlier one left in the "
+        "server's prefix cache", min=0)] = None,
     workers: Workers = None,
     debug: Debug = False,
 ) -> None:
     """Replay a workload against a running server and report what it sustains."""
-    from tuner.commands.bench import bench_command
+    from tuner.commands.bench import Overrides, bench_command
 
     settings = start(debug)
+    overrides = Overrides(load=load, duration_s=duration, seed=seed, epoch=epoch)
     run_cli(lambda: bench_command(endpoint, workload, find_capacity=find_capacity,
                                   json_path=json_path, tokenizer=tokenizer,
                                   metrics_url=metrics_url, settings=settings,
                                   console=out_console, progress_console=err,
-                                  workers=check_workers(workers)), debug)
+                                  workers=check_workers(workers), overrides=overrides), debug)
 
 
 @app.command()

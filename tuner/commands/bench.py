@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -13,9 +15,10 @@ from tuner.errors import ConfigError
 from tuner.loadgen import event_loop
 from tuner.measurement.bench_report import make_report, write_report
 from tuner.measurement.bench_session import open_bench
-from tuner.report.bench_tables import capacity_table, summary_table
+from tuner.report.bench_tables import capacity_table, prefix_cache_warning, summary_table
 from tuner.settings import Settings
 from tuner.workload.loader import load_workload
+from tuner.workload.models import Stop, Workload
 from tuner.workload.plan import plan_notes
 from tuner.workload.plausibility import implausible_run
 from tuner.workload.tokenizer import given_tokenizer_file
@@ -23,14 +26,45 @@ from tuner.workload.tokenizer import given_tokenizer_file
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Overrides:
+    """What the command line changes in the workload for this run."""
+
+    load: float | None = None
+    duration_s: float | None = None
+    seed: int | None = None
+    epoch: int | None = None
+    """The first epoch of the prompts; None: a fresh one (drawn), so a run never replays the
+    prompts an earlier run left in the server's prefix cache."""
+
+    def apply(self, workload: Workload) -> Workload:
+        update: dict[str, object] = {}
+        if self.load is not None:
+            update["arrival"] = workload.arrival.with_load(self.load)
+        if self.duration_s is not None:
+            update["stop"] = Stop(duration_s=self.duration_s)
+        if self.seed is not None:
+            update["seed"] = self.seed
+        return workload.model_copy(update=update) if update else workload
+
+
+def fresh_epoch() -> int:
+    """A first epoch no earlier run is likely to have used (a run's steps count up from it)."""
+    return secrets.randbelow(1_000_000) * 1000
+
+
 def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
                   json_path: Path | None, tokenizer: Path | None, metrics_url: str | None,
                   settings: Settings, console: Console, progress_console: Console,
-                  workers: int | None = None) -> None:
+                  workers: int | None = None, overrides: Overrides = Overrides()) -> None:
     if tokenizer is not None and given_tokenizer_file(tokenizer) is None:
         raise ConfigError(f"--tokenizer {tokenizer}: no tokenizer.json there; give the folder "
                           "that holds it")
-    workload = load_workload(workload_path)
+    workload = overrides.apply(load_workload(workload_path))
+    epoch = fresh_epoch() if overrides.epoch is None else overrides.epoch
+    console.print(f"prompts: seed {workload.seed}, epoch {epoch} ("
+                  + ("fresh; " if overrides.epoch is None else "")
+                  + f"--seed {workload.seed} --epoch {epoch} sends them again)", highlight=False)
     if not find_capacity:
         for warning in implausible_run(workload):
             log.warning("%s: %s", workload_path, warning)
@@ -43,7 +77,7 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
             progress.status("phase", "probing endpoint")
             bench = await open_bench(workload, endpoint, tokenizer=tokenizer,
                                      models_dir=settings.models_dir, metrics_url=metrics_url,
-                                     progress=progress, workers=workers)
+                                     progress=progress, workers=workers, epoch=epoch)
             try:
                 if find_capacity:
                     capacity = await bench.capacity()
@@ -68,6 +102,10 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
             console.print(summary_table(report.result, title))
         elif not find_capacity:
             console.print("no figures: the run measured no request")
+        measured = report.capacity.steps if report.capacity else [report.result]
+        warning = prefix_cache_warning([s for s in measured if s is not None])
+        if warning:
+            log.warning("%s", warning)
         if not bench.caps.forces_output_length:
             console.print(f"note: output lengths {report.output_lengths}")
         if json_path is not None:

@@ -28,6 +28,7 @@ from tuner.loadgen.workers import ClientSpec, WorkerPool, workers_for
 from tuner.workload.arrivals import NS, ConcurrencyArrivals
 from tuner.workload.models import Workload
 from tuner.workload.plan import PlannedRequest, RequestFactory, is_warmup, open_loop_plan
+from tuner.workload.prefix_share import own_prefix_share
 
 MAX_POOL = 20_000
 SHARD_LEAD_NS = 200_000_000
@@ -53,6 +54,8 @@ class RunOutcome:
     """How late the generator's event loop woke up its timers, p99 over the run."""
     client_saturated: str | None = None
     """Why the generator itself was the bottleneck (see ``saturation``), or None."""
+    own_prefix_share: float | None = None
+    """Share of the run's prompt text its own earlier prompts explain to a prefix cache."""
 
 
 Dispatch = Callable[[StreamClient, int, RunProgress], Awaitable[None]]
@@ -126,6 +129,7 @@ class Runner:
         records: list[RequestRecord] = []
         self.partial = records
         sharded: WorkerPool | None = None
+        prompts: dict[int, str] = {}
         if isinstance(arrival, ConcurrencyArrivals):
             planned = w.stop.requests if duration_s is None else None
             dispatch = await self._closed_loop(shaped, arrival.concurrency, records, epoch,
@@ -135,6 +139,7 @@ class Runner:
             offsets, reqs = await asyncio.to_thread(open_loop_plan, self.factory, shaped,
                                                     duration_s, epoch)
             planned = sum(1 for i, off in enumerate(offsets) if not is_warmup(w, i, int(off)))
+            prompts = {r.index: r.prompt for r in reqs}
             pool = len(reqs)
             span_s = max(1e-9, float(offsets[-1]) / NS) if len(offsets) else 1.0
             n = self.workers or workers_for(sum(r.output_tokens for r in reqs) / span_s,
@@ -177,12 +182,16 @@ class Runner:
             loop_lag = max((st.loop_lag_p99_ms for st in sharded.last
                             if st.loop_lag_p99_ms is not None), default=None)
         saturated = saturation(busiest, cores, loop_lag, send_lag)
+        sent = sorted((r for r in records if r.sent_ns), key=lambda r: r.sent_ns)
+        own_share = await asyncio.to_thread(own_prefix_share, [
+            prompts[r.index] if r.index in prompts else self.factory.make(r.index, epoch).prompt
+            for r in sent])
         if saturated:
             log.warning("at load %g the %s; its figures measure the client as much as the "
                         "engine", arrival.load, saturated)
         return RunOutcome(arrival.load, records, planned, wall, stopped, scraper.summary(),
                           open_loop=open_loop, client_cpu=cpu, loop_lag_p99_ms=loop_lag,
-                          client_saturated=saturated)
+                          client_saturated=saturated, own_prefix_share=own_share)
 
     async def _supervise(self, dispatch: Awaitable[None], records: list[RequestRecord],
                          stop_check: StopCheck | None, t0: int) -> str | None:

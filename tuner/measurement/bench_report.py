@@ -25,6 +25,10 @@ class BenchReport(BaseModel):
     endpoint: str
     workload: str
     workload_sha256: str | None
+    seed: int = 0
+    """The workload's seed the run used (``--seed`` overrides the file's)."""
+    epoch: int = 0
+    """The first epoch of the prompts: ``--seed S --epoch E`` sends the same requests again."""
     mode: Literal["single", "capacity"]
     output_lengths: str
     result: RunSummary | None
@@ -39,6 +43,8 @@ def make_report(bench: Bench, workload_path: Path, *, single: RunSummary | None 
         endpoint=bench.url,
         workload=str(workload_path),
         workload_sha256=workload_sha256(workload_path),
+        seed=bench.workload.seed,
+        epoch=bench.epoch,
         mode="capacity" if capacity is not None else "single",
         output_lengths=("forced with max_tokens, min_tokens and ignore_eos"
                         if bench.caps.forces_output_length else

@@ -37,6 +37,9 @@ class Bench:
     runner: Runner
     accelerators: int = 1
     records: list[RequestRecord] = field(default_factory=list)
+    epoch: int = 0
+    """The first epoch of this bench's prompts: every run's epoch is counted from it, so two
+    benches with different ones never send the same prompt (``tune bench`` draws it)."""
 
     def close(self) -> None:
         """End the client's worker processes (if the runs used several)."""
@@ -50,10 +53,11 @@ class Bench:
     async def once(self, load: float | None = None, *, epoch: int = 0,
                    duration_s: float | None = None, stop_check: StopCheck | None = None,
                    keep: bool = True, label: str | None = None) -> RunSummary:
-        """One run; its records are kept in ``records`` unless ``keep`` is False (warm-up).
-        ``label`` names it in progress (default: its load); its outcome is logged as a line."""
+        """One run with the prompts of ``epoch`` (counted from the bench's own); its records are
+        kept in ``records`` unless ``keep`` is False (warm-up). ``label`` names it in progress
+        (default: its load); its outcome is logged as a line."""
         label = label or self.load_label(load)
-        outcome = await self.runner.run(load, epoch=epoch, duration_s=duration_s,
+        outcome = await self.runner.run(load, epoch=self.epoch + epoch, duration_s=duration_s,
                                         stop_check=stop_check, label=label)
         if keep:
             self.records.extend(outcome.records)
@@ -122,10 +126,12 @@ class Bench:
 async def open_bench(workload: Workload, endpoint: str, *, tokenizer: Path | None = None,
                      models_dir: Path | None = None, metrics_url: str | None = None,
                      accelerators: int = 1, force_lengths: bool = True,
-                     progress: Progress = NULL_PROGRESS, workers: int | None = None) -> Bench:
+                     progress: Progress = NULL_PROGRESS, workers: int | None = None,
+                     epoch: int = 0) -> Bench:
     """Load the tokenizer, probe the endpoint and return a ready :class:`Bench` (close it).
     ``models_dir`` is where models made by ``tune make-model`` are found by name; ``workers``
-    the client processes of open-loop runs (None: as the planned token rate needs)."""
+    the client processes of open-loop runs (None: as the planned token rate needs); ``epoch``
+    the first epoch of its prompts."""
     url = normalise_endpoint(endpoint)
     await check_serves(url, workload.model)  # a misspelt model is not a missing tokenizer
     synth = PromptSynth(load_tokenizer(workload.model, tokenizer or workload.tokenizer,
@@ -138,4 +144,4 @@ async def open_bench(workload: Workload, endpoint: str, *, tokenizer: Path | Non
     runner = Runner(url, workload, factory, caps,
                     metrics_url=metrics_url or f"{url}/metrics", progress=progress,
                     workers=workers)
-    return Bench(workload, url, caps, runner, accelerators)
+    return Bench(workload, url, caps, runner, accelerators, epoch=epoch)

@@ -74,6 +74,9 @@ class RunSummary(BaseModel):
     offered_tokens_per_s: float | None = None
     """Open loop: output tokens offered per second over the steady window (see keep_up)."""
     delivered_tokens_per_s: float | None = None
+    own_prefix_share: float | None = None
+    """Share of the run's prompts its own earlier prompts explain to a prefix cache: a server
+    hit rate above it comes from prompts cached before the run."""
 
 
 def slo_verdict(w: Workload, s: dict[str, float | None], completed: int) -> SloVerdict:
@@ -170,4 +173,5 @@ def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: 
         client_saturated=outcome.client_saturated,
         offered_tokens_per_s=kept.offered_tokens_per_s if kept else None,
         delivered_tokens_per_s=kept.delivered_tokens_per_s if kept else None,
+        own_prefix_share=outcome.own_prefix_share,
     )

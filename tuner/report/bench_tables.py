@@ -69,7 +69,31 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
             if all(v is not None for v in value):
                 rows.append((label, " / ".join(fmt(v) for v in value if v is not None)))
         rows.append(("engine metrics", f"{srv.samples} scrapes"))
+    if s.own_prefix_share is not None:
+        rows.append(("prompt prefixes the run shares", share(s.own_prefix_share)))
     return rows
+
+
+CACHE_MARGIN = 0.05
+"""Server prefix-cache hits this far above the run's own sharing are not the run's."""
+
+
+def prefix_cache_warning(runs: list[RunSummary]) -> str | None:
+    """A line when the server's prefix cache hit more of a run's prompts than the run's own
+    sharing explains: it held prompts from before the run (an earlier run with the same seed
+    and epoch), so the latencies are better than fresh traffic would get."""
+    worst = max(((srv.prefix_cache_hit_rate - s.own_prefix_share, s) for s in runs
+                 if (srv := s.server) is not None and srv.prefix_cache_hit_rate is not None
+                 and s.own_prefix_share is not None), default=None, key=lambda x: x[0])
+    if worst is None or worst[0] <= CACHE_MARGIN:
+        return None
+    s = worst[1]
+    hit = s.server.prefix_cache_hit_rate if s.server else None
+    return (f"the server's prefix cache hit {share(hit or 0.0)} of prompt tokens at load "
+            f"{s.load:.3g} {s.load_unit}; the run's own sharing explains "
+            f"{share(s.own_prefix_share or 0.0)}: it held prompts from before the run (the same "
+            "--seed and --epoch again?), so these latencies are better than fresh traffic's; "
+            "run with a fresh epoch or restart the server")
 
 
 def summary_table(s: RunSummary, title: str) -> Group:

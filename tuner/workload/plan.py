@@ -47,10 +47,12 @@ class RequestFactory:
         self.make = lru_cache(maxsize=65536)(self._make)
 
     @lru_cache(maxsize=4096)  # noqa: B019 - one factory per run; the cache dies with it
-    def prefix_text(self, group: int) -> str:
+    def prefix_text(self, group: int, epoch: int = 0) -> str:
+        """Shared prefix ``group`` of ``epoch``: the same for every request of the epoch, and
+        another in the next (a run never hits the prefixes an earlier epoch cached)."""
         prefix = self.workload.prefix
         assert prefix is not None
-        rng = np.random.default_rng([self.workload.seed, 2, group])
+        rng = np.random.default_rng([self.workload.seed, 2, epoch, group])
         return self.synth.words(rng, prefix.tokens)
 
     @lru_cache(maxsize=8192)  # noqa: B019 - one factory per run; the cache dies with it
@@ -122,7 +124,7 @@ class RequestFactory:
         prefix = ""
         if w.prefix is not None and rng.random() < w.prefix.share:
             group = int(rng.integers(0, w.prefix.groups))
-            prefix = self.prefix_text(group)
+            prefix = self.prefix_text(group, epoch)
         specials = self.synth.special_tokens if self._specials else 0
         own = max(own, specials + 1)
         total = own + (w.prefix.tokens if group is not None and w.prefix else 0)

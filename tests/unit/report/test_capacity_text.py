@@ -47,3 +47,20 @@ def test_nothing_passed() -> None:
         "capacity: no load met the SLOs (the lowest tried, 1 req/s, failed)")
     assert stop_reason(c, CapacitySearch(min_load=1), "req/s").endswith(
         "the lowest load allowed failed (capacity.min_load: 1 req/s)")
+
+
+def test_server_cache_hits_the_run_does_not_explain_are_warned() -> None:
+    from tuner.loadgen.scraper import ServerMetrics
+    from tuner.report.bench_tables import prefix_cache_warning
+
+    def run(hit: float, own: float):  # type: ignore[no-untyped-def]
+        return fake_summary(4, True).model_copy(update={
+            "server": ServerMetrics(samples=5, prefix_cache_hit_rate=hit),
+            "own_prefix_share": own})
+
+    assert prefix_cache_warning([run(0.3, 0.28)]) is None
+    warning = prefix_cache_warning([run(0.31, 0.0)])
+    assert warning is not None
+    assert warning.startswith("the server's prefix cache hit 31.0% of prompt tokens at load 4 "
+                              "req/s; the run's own sharing explains 0.0%: it held prompts "
+                              "from before the run")
