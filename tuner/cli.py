@@ -1,7 +1,8 @@
 """The ``tune`` command: parse, build config models, call one library function, exit.
 
 Exit codes: 0 done, 1 runtime failure, 2 bad input (one line naming the field and the fix),
-130 interrupted. ``--debug`` shows tracebacks.
+3 measured but no load met the SLOs (``tune bench``), 130 interrupted (Ctrl-C or SIGTERM).
+``--debug`` adds tracebacks; it never changes the exit code.
 """
 
 from __future__ import annotations

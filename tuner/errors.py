@@ -27,6 +27,12 @@ class EndpointError(ConfigError):
     """The endpoint is unreachable, not OpenAI-compatible, or does not serve the model."""
 
 
+class SlosNotMet(TunerError):
+    """The run measured, and no load it measured met the workload's SLOs. Exit code 3."""
+
+    cli_exit_code = 3
+
+
 class EngineError(TunerError):
     """An engine failed to start or died."""
 

@@ -29,10 +29,11 @@ def tune_all(*commands: list[str], timeout: float = 120
 
 
 def one_line_error(done: subprocess.CompletedProcess[str], code: int, needle: str) -> str:
-    """The command exited ``code`` and its first stderr line is an error containing
-    ``needle``; returns that line."""
+    """The command exited ``code`` and its first stderr line (past logged warnings) is an
+    error containing ``needle``; returns that line."""
     assert done.returncode == code, done.stderr
-    lines = done.stderr.strip().splitlines()
+    lines = [line for line in done.stderr.strip().splitlines()
+             if not line.startswith("WARNING ")]
     assert lines, "no error line"
     assert lines[0].startswith("error: "), lines
     assert needle in lines[0], lines[0]

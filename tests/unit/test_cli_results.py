@@ -4,6 +4,7 @@ went out, the capacity's bracket and why its search stopped, the engine's metric
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,7 @@ def test_capacity_says_its_bracket_and_why_it_stopped(tiny_model: Path, tmp_path
                     str(tiny_model), "--find-capacity")
     assert done.returncode == 0, done.stderr
     out = " ".join(done.stdout.split())  # the console wraps long lines at 80 columns
-    assert "step 1, load 8 req/s: sent 16 (8 req/s), done 16" in out
+    assert re.search(r"step 1, load 8 req/s: sent 16 \([\d.]+ req/s\), done 16", out), out
     assert "capacity search (load in req/s;" in out
     assert ("capacity: at least 16 req/s (passed there; no load that failed was found)"
             in out)
@@ -46,3 +47,31 @@ def test_capacity_says_its_bracket_and_why_it_stopped(tiny_model: Path, tmp_path
     assert "KV-cache usage mean / max │ 0.01% / 0.01%" in out
     scrapes = int(out.split("engine metrics │ ")[1].split()[0])
     assert scrapes >= 4  # a 2 s step: its first and last scrape, and more between
+
+
+@pytest.mark.slow
+def test_runs_that_measured_nothing_or_met_no_slo_exit_non_zero(tiny_model: Path,
+                                                                 tmp_path: Path) -> None:
+    from tests.unit.cli_runner import one_line_error
+
+    warm_only = tmp_path / "warm.yaml"  # two at a time, 8 requests, all inside the warm-up
+    warm_only.write_text(CAPACITY.replace("arrival: {process: constant, rate: 8}",
+                                          "arrival: {process: concurrency, concurrency: 2}")
+                         .replace("stop: {duration_s: 2}", "stop: {requests: 8}")
+                         .replace("warmup: {engine: {enabled: false}}",
+                                  "warmup: {duration_s: 30, engine: {enabled: false}}"))
+    too_tight = tmp_path / "tight.yaml"  # the fake streams a token every 5 ms
+    too_tight.write_text(CAPACITY.replace("itl_p95_ms: 200", "itl_p95_ms: 2"))
+    with sse_server(gap_s=0.005) as url:
+        def bench(workload: Path, *extra: str) -> list[str]:
+            return ["bench", "--endpoint", url, "--workload", str(workload), "--tokenizer",
+                    str(tiny_model), *extra]
+
+        # One after the other: at once, they would saturate a 2-core load generator.
+        unmeasured, failed, search = (tune(*bench(warm_only)), tune(*bench(too_tight)),
+                                      tune(*bench(too_tight, "--find-capacity")))
+    one_line_error(unmeasured, 1, "nothing was measured: all 8 requests sent were warm-up")
+    assert "not measured (all 8 requests sent were warm-up" in unmeasured.stdout
+    one_line_error(failed, 3, "the run did not meet the SLOs at 8 req/s: fail (itl_p95_ms")
+    one_line_error(search, 3, "no load met the SLOs: all 2 measured steps failed; the lowest, "
+                   "8 req/s: fail (itl_p95_ms")

@@ -11,10 +11,13 @@ from pathlib import Path
 from rich.console import Console
 
 from tuner.commands.progress_display import progress_display
-from tuner.errors import ConfigError
+from tuner.errors import ConfigError, SlosNotMet, TunerError
 from tuner.loadgen import event_loop
 from tuner.measurement.bench_report import make_report, write_report
 from tuner.measurement.bench_session import open_bench
+from tuner.measurement.capacity import CapacityResult
+from tuner.measurement.step_line import verdict_text
+from tuner.metrics.run_summary import RunSummary
 from tuner.report.bench_tables import capacity_table, prefix_cache_warning, summary_table
 from tuner.settings import Settings
 from tuner.workload.loader import load_workload
@@ -53,6 +56,24 @@ def fresh_epoch() -> int:
     return secrets.randbelow(1_000_000) * 1000
 
 
+def verdict_exit(result: RunSummary | None, capacity: CapacityResult | None) -> None:
+    """Raise what the exit code says when nothing met the SLOs (3) or nothing was measured
+    (1); return when a load met them."""
+    runs = capacity.steps if capacity is not None else [result] if result else []
+    if result is not None and result.slo.passed:
+        return
+    judged = [s for s in runs if not s.not_measured]
+    if not judged:
+        why = runs[-1].not_measured if runs else "no run"
+        raise TunerError(f"nothing was measured: {why}")
+    if capacity is None:
+        raise SlosNotMet(f"the run did not meet the SLOs at {judged[-1].load:.3g} "
+                         f"{judged[-1].load_unit}: {verdict_text(judged[-1])}")
+    lowest = min(judged, key=lambda s: s.load)
+    raise SlosNotMet(f"no load met the SLOs: all {len(judged)} measured steps failed; the "
+                     f"lowest, {lowest.load:.3g} {lowest.load_unit}: {verdict_text(lowest)}")
+
+
 def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
                   json_path: Path | None, tokenizer: Path | None, metrics_url: str | None,
                   settings: Settings, console: Console, progress_console: Console,
@@ -64,7 +85,8 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
     epoch = fresh_epoch() if overrides.epoch is None else overrides.epoch
     console.print(f"prompts: seed {workload.seed}, epoch {epoch} ("
                   + ("fresh; " if overrides.epoch is None else "")
-                  + f"--seed {workload.seed} --epoch {epoch} sends them again)", highlight=False)
+                  + f"--seed {workload.seed} --epoch {epoch} sends them again)", highlight=False,
+                  soft_wrap=True)
     if not find_capacity:
         for warning in implausible_run(workload):
             log.warning("%s: %s", workload_path, warning)
@@ -111,5 +133,6 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
         if json_path is not None:
             records = write_report(report, bench.records, json_path)
             console.print(f"figures in {json_path}, per-request records in {records}")
+        verdict_exit(report.result, report.capacity)
 
     event_loop.run(go())

@@ -182,7 +182,7 @@ class Runner:
             loop_lag = max((st.loop_lag_p99_ms for st in sharded.last
                             if st.loop_lag_p99_ms is not None), default=None)
         saturated = saturation(busiest, cores, loop_lag, send_lag)
-        sent = sorted((r for r in records if r.sent_ns), key=lambda r: r.sent_ns)
+        sent = sorted(records, key=lambda r: r.sent_ns)  # records join the run when sent
         own_share = await asyncio.to_thread(own_prefix_share, [
             prompts[r.index] if r.index in prompts else self.factory.make(r.index, epoch).prompt
             for r in sent])

@@ -8,7 +8,8 @@ prompts (its own epoch) so steps do not warm each other's prefix cache. A failin
 load is measured again before it counts as failed (``confirm_failures``). A step that failed
 while the load generator was saturated is not the engine's failure: it is measured again, and
 if the client saturates again the search stops there (``client_saturated``) with the capacity
-at least the highest load that passed.
+at least the highest load that passed. A step with no measured request (``not_measured``) is
+neither: the search stops there (``not_measured``).
 
 The capacity is then estimated between the bracketing steps (:func:`estimate`): for each
 check the failing step failed, the load at which it crosses its bound, linearly interpolated
@@ -134,11 +135,16 @@ async def find_capacity(step: Step, start: float, cfg: CapacitySearch, *, intege
             return None
         return summary
 
+    unmeasured = False
+
     async def run(load: float) -> bool:
-        nonlocal low, high, saturated
+        nonlocal low, high, saturated, unmeasured
         summary = await measured(load)
         if summary is None:
             saturated = True
+            return False
+        if summary.not_measured:  # neither a pass nor a fail: nothing to bracket with
+            unmeasured = True
             return False
         if not summary.slo.passed and cfg.confirm_failures and budget() is None:
             # A load fails only if it fails twice: one stalled second (a new batch shape
@@ -156,8 +162,8 @@ async def find_capacity(step: Step, start: float, cfg: CapacitySearch, *, intege
     # Bracket.
     while (why := budget()) is None:
         passed = await run(load)
-        if saturated:
-            stopped_by = "client_saturated"
+        if saturated or unmeasured:
+            stopped_by = "client_saturated" if saturated else "not_measured"
             break
         if passed and high is None:
             if load >= cfg.max_load:
@@ -183,8 +189,8 @@ async def find_capacity(step: Step, start: float, cfg: CapacitySearch, *, intege
             stopped_by = why
             break
         await run(snap((low.load + high) / 2))
-        if saturated:
-            stopped_by = "client_saturated"
+        if saturated or unmeasured:
+            stopped_by = "client_saturated" if saturated else "not_measured"
             break
     return CapacityResult(steps=steps, best=low, lowest_failing_load=high, stopped_by=stopped_by,
                           estimate=estimate(steps, low, high, integer=integer))

@@ -43,6 +43,8 @@ class RunSummary(BaseModel):
     error_rate: float
     duration_s: float
     stopped_early: str | None
+    not_measured: str | None = None
+    """Why the run has no figures (no measured request): it is neither a pass nor a fail."""
     ttft_ms: f.Dist
     itl_ms: f.Dist
     tpot_ms: f.Dist
@@ -105,11 +107,26 @@ def with_keep_up(verdict: SloVerdict, kept: KeepUp, tolerance: float) -> SloVerd
     return SloVerdict(passed=verdict.passed and all(c.ok for c in checks[-2:]), checks=checks)
 
 
+def unmeasured(outcome: RunOutcome) -> str:
+    """Why a run that was not cut has no measured request."""
+    sent = outcome.records  # a record joins the run when its request is sent
+    if not sent:
+        return "no request was sent"
+    if all(r.warmup for r in sent):
+        return (f"all {len(sent)} requests sent were warm-up (warmup.requests or "
+                "warmup.duration_s cover the whole run): give a longer run or less warm-up")
+    return f"all {len(sent)} requests sent were cancelled before they ended"
+
+
 def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: int = 1
               ) -> RunSummary:
     recs = f.measured(outcome.records)
     ok = [r for r in recs if r.ok]
     window_s = f.window_ns(recs) / 1e9
+    if outcome.open_loop and outcome.load > 0 and not w.has_sessions:
+        # n requests offered at a rate stand for n / rate seconds: a step's throughput is never
+        # taken over less (one request at 0.25 req/s is 4 s of load, not its own latency).
+        window_s = max(window_s, len(recs) / outcome.load)
     out_tokens = sum(r.generated for r in ok)
     in_tokens = sum(r.prompt_tokens if r.prompt_tokens is not None else r.input_tokens
                     for r in ok)
@@ -136,6 +153,7 @@ def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: 
     sends = sorted(r.sent_ns for r in recs)
     sent_span_s = (sends[-1] - sends[0]) / 1e9 if len(sends) > 1 else 0.0
     return RunSummary(
+        not_measured=None if recs or outcome.stopped_early else unmeasured(outcome),
         load=outcome.load,
         load_unit=w.load_unit,
         sent_rps=(len(sends) - 1) / sent_span_s if sent_span_s > 0 else None,

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tuner.measurement.capacity import CapacityResult
+from tuner.measurement.step_line import verdict_text
 from tuner.metrics.cost import money
 from tuner.metrics.figures import Dist
 from tuner.metrics.run_summary import RunSummary
@@ -44,7 +45,7 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
         ("goodput", f"{s.goodput_rps:.3f} req/s"),
         ("cost per M output tokens", money(s.cost_per_m_output_tokens)),
         ("cost per M total tokens", money(s.cost_per_m_total_tokens)),
-        ("SLO", "pass" if s.slo.passed else f"FAIL ({', '.join(s.slo.failed()) or 'cut'})"),
+        ("SLO", verdict_text(s).replace("fail", "FAIL", 1)),
     ]
     if s.stopped_early:
         rows.append(("stopped early", s.stopped_early))
@@ -113,6 +114,8 @@ def summary_table(s: RunSummary, title: str) -> Group:
 
 
 def step_note(s: RunSummary) -> str | None:
+    if s.not_measured:
+        return f"not measured: {s.not_measured}"
     return s.client_saturated or (f"stopped early: {s.stopped_early}" if s.stopped_early
                                   else None)
 
@@ -130,7 +133,7 @@ def capacity_table(c: CapacityResult, cfg: CapacitySearch, unit: str) -> Group:
         if note:
             notes.append(f"step {i}: {note}")
         t.add_row(str(i), f"{s.load:.3g}", "-" if s.sent_rps is None else f"{s.sent_rps:.3g}",
-                  "pass" if s.slo.passed else "fail",
+                  "pass" if s.slo.passed else "-" if s.not_measured else "fail",
                   _ms(s.ttft_ms, "p95"), _ms(s.itl_ms, "p95"),
                   f"{s.output_token_throughput:.1f}", money(s.cost_per_m_output_tokens))
     lines = [Text(n) for n in notes]

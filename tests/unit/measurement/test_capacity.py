@@ -129,3 +129,18 @@ async def test_a_saturated_failure_measured_again_without_saturation_counts() ->
     assert result.lowest_failing_load is not None
     assert result.max_load is not None
     assert result.max_load <= 15 < result.lowest_failing_load
+
+
+async def test_a_step_that_measured_nothing_stops_the_search_unjudged() -> None:
+    calls: list[float] = []
+
+    async def step(load: float, epoch: int) -> RunSummary:
+        calls.append(load)
+        s = fake_summary(load, load <= 2)
+        return s.model_copy(update={"not_measured": "no request was sent"}) if load > 2 else s
+
+    result = await find_capacity(step, 1, CapacitySearch(max_steps=10))
+    assert calls == [1, 2, 4]  # 4 was not measured: neither a pass nor a fail
+    assert result.stopped_by == "not_measured"
+    assert result.lowest_failing_load is None
+    assert result.max_load == 2

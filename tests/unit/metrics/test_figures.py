@@ -39,7 +39,7 @@ W = Workload.model_validate({
 def test_summary_figures_by_their_formulas() -> None:
     recs = [done(0, 0, 50, [10, 10]), done(1, 500, 80, [10, 40]), done(2, 900, 40, [10, 10]),
             done(3, 0, 5000, [10], warm=True)]
-    s = summarise(RunOutcome(1.0, recs, 3, 10**9, None, None), W, ServerCaps())
+    s = summarise(RunOutcome(4.0, recs, 3, 10**9, None, None), W, ServerCaps())
     assert s.requests == 3
     assert s.completed == 3
     assert s.ttft_ms.mean == pytest.approx((50 + 80 + 40) / 3)
@@ -83,3 +83,24 @@ def test_the_rate_requests_went_out_is_next_to_the_nominal_load() -> None:
     assert s.load == 4.0
     assert s.load_unit == "req/s"
     assert s.sent_rps == 12 / 4.8
+
+
+def test_throughput_is_never_taken_over_less_than_the_requests_offered() -> None:
+    """One request at 0.25 req/s stands for 4 s of load: its 3 tokens are 0.75 tokens/s, not
+    3 tokens over its own 70 ms."""
+    s = summarise(RunOutcome(0.25, [done(0, 0, 50, [10, 10])], None, 4 * 10**9, None, None),
+                  W, ServerCaps())
+    assert s.duration_s == 4.0
+    assert s.output_token_throughput == 3 / 4.0
+
+
+def test_a_run_of_warm_up_only_is_not_measured_and_says_why() -> None:
+    recs = [done(i, i * 100, 10, [5], warm=True) for i in range(3)]
+    s = summarise(RunOutcome(4.0, recs, 3, 10**9, None, None), W, ServerCaps())
+    assert s.not_measured == ("all 3 requests sent were warm-up (warmup.requests or "
+                              "warmup.duration_s cover the whole run): give a longer run or "
+                              "less warm-up")
+    assert not s.slo.passed
+    measured = summarise(RunOutcome(4.0, [done(0, 0, 10, [5])], 1, 10**9, None, None), W,
+                         ServerCaps())
+    assert measured.not_measured is None
