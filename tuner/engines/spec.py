@@ -60,6 +60,10 @@ class Knob(StrictModel):
     unit: str | None = None
     always: bool = Field(default=False, description="render even for the defaults trial: the "
                          "engine has no fixed default when it is unset")
+    lossy: bool = Field(default=False, description="a value other than the default can "
+                        "change the model's answers (quantisation, a quantised KV cache, "
+                        "speculative decoding): checked against the defaults' answers when "
+                        "the workload asks for it (`quality`)")
     description: str = ""
 
     @model_validator(mode="after")
@@ -191,6 +195,13 @@ class EngineSpec(StrictModel):
     def defaults(self, device: Device) -> dict[str, Any]:
         return {name: k.default_on(device) for name, k in self.knobs.items()
                 if device in k.devices}
+
+    def lossy_changes(self, config: dict[str, Any], device: Device) -> dict[str, Any]:
+        """The knobs of ``config`` marked lossy whose value is not the engine's default on
+        ``device`` (a knob left out, or ``None``, is the default)."""
+        return {name: value for name, value in config.items()
+                if name in self.knobs and self.knobs[name].lossy and value is not None
+                and value != self.knobs[name].default_on(device)}
 
     def accelerators_used(self, config: dict[str, Any], device: Device = "gpu") -> int:
         """The GPUs a configuration takes (the product of its ``accelerators`` knobs); on a

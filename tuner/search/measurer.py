@@ -3,7 +3,8 @@
 :class:`Measurer` is the seam between the study loop and the engine's HTTP API, so that every
 outcome path of a trial is testable with a fake (see tests/unit/search). :class:`HttpMeasurer`
 is the real one: readiness through the launcher's health, model list and one completion, then
-the replay harness against the engine's OpenAI-compatible API.
+the replay harness against the engine's OpenAI-compatible API, and greedy answers to fixed
+prompts for the quality check of lossy knobs.
 """
 
 from __future__ import annotations
@@ -16,13 +17,17 @@ from typing import Protocol
 from tuner.engines.spec import EngineSpec
 from tuner.errors import EngineCrashed
 from tuner.launch.base import EngineHandle
+from tuner.launch.liveness import unless_hung
 from tuner.launch.readiness import wait_ready
 from tuner.loadgen import event_loop
 from tuner.loadgen.progress import NULL_PROGRESS, Progress
 from tuner.loadgen.records import RequestRecord
 from tuner.measurement.bench_session import Bench, open_bench
 from tuner.measurement.capacity import CapacityResult
+from tuner.measurement.greedy_probe import greedy_answers
+from tuner.metrics.token_agreement import GreedyAnswer
 from tuner.workload.models import Workload
+from tuner.workload.tokenizer import load_tokenizer
 
 
 class Measurer(Protocol):
@@ -30,12 +35,16 @@ class Measurer(Protocol):
     ``capacity`` (warm-up, then the capacity search) returns its figures with the
     per-request records, and raises EngineCrashed when the engine died, EndpointError when it
     does not serve the workload, nothing else on purpose; an unexpected error is the trial's
-    outcome too."""
+    outcome too. ``greedy`` returns the engine's greedy answers to the fixed prompts of the
+    quality check (the same prompts, in the same order, on every call), or raises
+    EndpointError; it runs on an engine that is ready, in a few seconds."""
 
     def wait_ready(self, handle: EngineHandle) -> float: ...
 
     def capacity(self, handle: EngineHandle, accelerators: int
                  ) -> tuple[CapacityResult, list[RequestRecord]]: ...
+
+    def greedy(self, handle: EngineHandle, max_tokens: int) -> list[GreedyAnswer]: ...
 
 
 
@@ -71,10 +80,30 @@ class HttpMeasurer:
         async def go() -> tuple[CapacityResult, list[RequestRecord]]:
             bench = await self._bench(handle, accelerators)
             try:
-                return await bench.capacity(before_step=alive(handle)), bench.records
+                found = await unless_hung(bench.capacity(before_step=alive(handle)), handle,
+                                          self.spec.readiness.health_path,
+                                          lambda: served_so_far(bench),
+                                          self.workload.hang_timeout_s)
+                return found, bench.records
             finally:
                 bench.close()
         return event_loop.run(go())
+
+    def greedy(self, handle: EngineHandle, max_tokens: int) -> list[GreedyAnswer]:
+        self.progress.status("phase", "quality check: greedy answers")
+        tokenizer = load_tokenizer(self.workload.model, self.workload.tokenizer or self.tokenizer,
+                                   self.models_dir)
+        return event_loop.run(greedy_answers(handle.base_url, self.served_name,
+                                             self.workload.api, tokenizer,
+                                             max_tokens=max_tokens,
+                                             timeout_s=self.workload.request_timeout_s))
+
+
+def served_so_far(bench: Bench) -> int:
+    """What the engine has sent the bench so far: finished runs' records, and the tokens and
+    answers of the run going on (moves while the engine serves anything)."""
+    return len(bench.records) + sum(len(r.chunk_ns) + (r.done_ns is not None)
+                                    for r in bench.runner.partial)
 
 
 def alive(handle: EngineHandle) -> Callable[[], None]:

@@ -17,7 +17,9 @@ from tuner.errors import EndpointError, EngineCrashed, EngineStartError
 from tuner.launch.base import EngineHandle, LaunchRequest
 from tuner.loadgen.records import RequestRecord
 from tuner.measurement.capacity import CapacityResult, estimate
+from tuner.measurement.greedy_probe import PROMPTS
 from tuner.metrics.run_summary import RunSummary
+from tuner.metrics.token_agreement import GreedyAnswer
 
 Behaviour = Literal["serve", "refuse_start", "exit_before_ready", "oom_at_start",
                     "crash_under_load", "probe_fails", "slo_infeasible", "measure_raises"]
@@ -116,10 +118,14 @@ def records(n: int = 3, tokens: int = 10) -> list[RequestRecord]:
 
 @dataclass
 class FakeMeasurer:
-    """Readiness and measurement of fake engines, following each handle's behaviour."""
+    """Readiness and measurement of fake engines, following each handle's behaviour. Greedy
+    answers are the same for every configuration except those whose knobs hold a value of
+    ``diverge``: their answers differ from the token it names on."""
 
     cost: float = 1.0
     capacity_calls: int = 0
+    diverge: dict[str, int] = field(default_factory=dict)
+    greedy_calls: list[str] = field(default_factory=list)
 
     def wait_ready(self, handle: EngineHandle) -> float:
         assert isinstance(handle, FakeHandle)
@@ -158,3 +164,18 @@ class FakeMeasurer:
         return CapacityResult(steps=[best], best=best, lowest_failing_load=None,
                               stopped_by="max_steps",
                               estimate=estimate([best], best, None)), records()
+
+    def greedy(self, handle: EngineHandle, max_tokens: int) -> list[GreedyAnswer]:
+        assert isinstance(handle, FakeHandle)
+        self.greedy_calls.append(handle.request.labels.get("tuner.trial", ""))
+        self._serve(handle)
+        at = min((self.diverge[str(v)] for v in handle.request.config.values()
+                  if str(v) in self.diverge), default=max_tokens)
+        answers = []
+        for prompt in PROMPTS:
+            tokens = [f" w{i}" if i < at else " other" for i in range(max_tokens)]
+            ids = [i if i < at else -1 for i in range(max_tokens)]
+            logprobs = [-0.5 if i < at else -0.9 for i in range(max_tokens)]
+            answers.append(GreedyAnswer(prompt=prompt, text="".join(tokens), text_tokens=ids,
+                                        tokens=tokens, logprobs=logprobs))
+        return answers
