@@ -24,7 +24,7 @@ import orjson
 from httpx_aiohttp import AiohttpTransport
 
 from tuner.loadgen.raw_http import RawHttpPool
-from tuner.loadgen.records import RequestRecord
+from tuner.loadgen.records import ENDED_BY_CLIENT, RequestRecord
 from tuner.loadgen.sse import DONE, SseSplitter, ends_with_done, last_int, payloads
 from tuner.workload.plan import PlannedRequest
 
@@ -225,8 +225,10 @@ class StreamClient:
                 reading.ended(req, time.perf_counter_ns() - t0_ns)
         except TimeoutError:
             rec.error = f"timeout: no end after {self.timeout_s:g} s (request_timeout_s)"
+            rec.status = ENDED_BY_CLIENT
         except asyncio.CancelledError:
             rec.error = rec.error or "cancelled"
+            rec.status = ENDED_BY_CLIENT
             raise
         except httpx.HTTPError as exc:
             rec.error = http_error(exc)

@@ -2,6 +2,23 @@
 
 Times are nanoseconds from the start of the run (``time.perf_counter_ns``).
 A failed request is a record with ``error`` set, never an exception.
+
+The records CSV (``tune bench --json out.json`` writes ``out.records.csv``) has one row per
+request sent, in this order:
+
+- ``index``: the request's number in its run's plan; ``class_name``, ``prefix_group`` (the
+  shared prefix it carries, empty: none); ``input_tokens`` and ``planned_output_tokens``: its
+  plan (prompt tokens with any prefix; output tokens forced where the server accepts it);
+- ``scheduled_ns``, ``sent_ns``, ``first_token_ns``, ``done_ns``: planned send, actual send,
+  first token and end, from the run's start; ``chunk_ns`` and ``chunk_tokens``: JSON lists,
+  each streamed chunk's arrival and tokens;
+- ``prompt_tokens``, ``output_tokens``: the server's ``usage`` counts (empty: not reported);
+- ``status``: the HTTP status the server answered, or 499 when the tuner itself ended the
+  request (cancelled by an early stop or an interrupt, or past ``request_timeout_s``), so a
+  row never reads as a success it was not; ``error``: empty for a request that succeeded,
+  else what went wrong;
+- ``warmup``: sent but left out of every figure; ``step``: the run's epoch (a capacity step);
+  ``mismatch``: how the served request differed from its plan (empty: it did not).
 """
 
 from __future__ import annotations
@@ -10,6 +27,10 @@ import csv
 import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+
+
+ENDED_BY_CLIENT = 499
+"""``status`` of a request the tuner ended itself (as nginx logs a client that closed)."""
 
 
 @dataclass(slots=True)

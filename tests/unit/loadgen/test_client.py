@@ -163,3 +163,25 @@ async def test_an_error_event_among_counted_ones_is_found() -> None:
              + b'data: {"error": {"message": "boom"}}\n\n']
     rec, _ = await send(lambda r: reply(reads))
     assert "server error" in (rec.error or "")
+
+
+async def test_a_request_the_tuner_cancels_does_not_read_as_a_success() -> None:
+    """Cancelled mid-stream (an early stop, an interrupt): status 499, never the 200 the server
+    had answered, against the test SSE server."""
+    import asyncio
+
+    from tests.sse_server import sse_server
+    from tuner.loadgen.records import ENDED_BY_CLIENT
+
+    with sse_server(gap_s=0.2) as url:
+        async with StreamClient(url, model="tiny-llama", api="completions", caps=DEFAULT_CAPS,
+                                pool_size=4, timeout_s=5) as client:
+            rec = record()
+            task = asyncio.create_task(client.send(REQ, rec, 0))
+            while not rec.chunk_ns:
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+    assert rec.error == "cancelled"
+    assert rec.status == ENDED_BY_CLIENT == 499
