@@ -109,9 +109,11 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
                     single = await bench.once()
                     report = make_report(bench, workload_path, single=single)
             except (asyncio.CancelledError, KeyboardInterrupt):
-                if json_path is not None:  # keep what was measured
-                    write_report(make_report(bench, workload_path), bench.records
-                                 + bench.runner.partial, json_path)
+                if json_path is not None:  # keep what was measured (Ctrl-C or SIGTERM)
+                    kept = write_report(make_report(bench, workload_path, interrupted=True),
+                                        bench.records + bench.runner.partial, json_path)
+                    console.print(f"interrupted: what was measured is in {json_path} and "
+                                  f"{kept}", highlight=False, soft_wrap=True)
                 raise
             finally:
                 bench.close()
@@ -135,4 +137,4 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
             console.print(f"figures in {json_path}, per-request records in {records}")
         verdict_exit(report.result, report.capacity)
 
-    event_loop.run(go())
+    event_loop.run(go(), sigterm=True)

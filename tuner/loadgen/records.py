@@ -28,7 +28,6 @@ import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-
 ENDED_BY_CLIENT = 499
 """``status`` of a request the tuner ended itself (as nginx logs a client that closed)."""
 

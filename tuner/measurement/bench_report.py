@@ -33,10 +33,14 @@ class BenchReport(BaseModel):
     output_lengths: str
     result: RunSummary | None
     capacity: CapacityResult | None = None
+    interrupted: bool = False
+    """Ctrl-C or SIGTERM ended the command: ``runs`` holds the runs it finished."""
+    runs: list[RunSummary] = []
 
 
 def make_report(bench: Bench, workload_path: Path, *, single: RunSummary | None = None,
-                capacity: CapacityResult | None = None) -> BenchReport:
+                capacity: CapacityResult | None = None, interrupted: bool = False
+                ) -> BenchReport:
     return BenchReport(
         tool_version=__version__,
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -52,6 +56,8 @@ def make_report(bench: Bench, workload_path: Path, *, single: RunSummary | None 
                         "real counts from usage"),
         result=capacity.best if capacity is not None else single,
         capacity=capacity,
+        interrupted=interrupted,
+        runs=bench.summaries if interrupted else [],
     )
 
 

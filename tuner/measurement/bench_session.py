@@ -37,6 +37,8 @@ class Bench:
     runner: Runner
     accelerators: int = 1
     records: list[RequestRecord] = field(default_factory=list)
+    summaries: list[RunSummary] = field(default_factory=list)
+    """Every kept run's figures, in order (what an interrupted command still has)."""
     epoch: int = 0
     """The first epoch of this bench's prompts: every run's epoch is counted from it, so two
     benches with different ones never send the same prompt (``tune bench`` draws it)."""
@@ -62,6 +64,8 @@ class Bench:
         if keep:
             self.records.extend(outcome.records)
         summary = summarise(outcome, self.workload, self.caps, self.accelerators)
+        if keep:
+            self.summaries.append(summary)
         self.runner.progress.log(step_line(label, summary))
         return summary
 
