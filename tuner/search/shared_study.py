@@ -27,7 +27,12 @@ from typing import Any
 
 import optuna
 from optuna.exceptions import DuplicatedStudyError, UpdateFinishedTrialError
-from optuna.storages import BaseStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
+from optuna.storages import (
+    BaseStorage,
+    RDBStorage,
+    RetryHeartbeatStaleTrialCallback,
+    _CachedStorage,  # what Optuna wraps an RDB storage in (it exports the name)
+)
 
 # Optuna wraps an RDB storage in a cache; both beat through this base, which Optuna exports
 # under no public name.
@@ -38,14 +43,13 @@ from sqlalchemy.exc import ArgumentError
 
 from tuner.errors import ConfigError, StudyError
 from tuner.search.samplers import make_sampler
+from tuner.search.storage_outage import GRACE_BEATS, RetryingStorage
 from tuner.search.study_record import RECORD_ATTR, StudyRecord, parse_record
 
 log = logging.getLogger(__name__)
 
 READY_ATTR = "tuner.ready"
 """Set by the creator once the record is written and the first trials are enqueued."""
-GRACE_BEATS = 4
-"""Heartbeats a running trial may miss before another worker fails and retries it."""
 READY_WAIT_S = 60.0
 
 
@@ -67,9 +71,9 @@ def shown(url: str) -> str:
 
 
 def storage_for(url: str, heartbeat_s: int | None) -> BaseStorage:
-    """The study's RDB storage, with heartbeats when ``heartbeat_s`` is given. Tables are
-    created on first use; two processes doing that at once may collide, so it is tried
-    again."""
+    """The study's RDB storage, with heartbeats when ``heartbeat_s`` is given, riding out an
+    outage of its database (:mod:`tuner.search.storage_outage`). Tables are created on first
+    use; two processes doing that at once may collide, so it is tried again."""
     kwargs: dict[str, Any] = {}
     for attempt in range(3):
         try:
@@ -80,8 +84,10 @@ def storage_for(url: str, heartbeat_s: int | None) -> BaseStorage:
                               "grace_period": GRACE_BEATS * heartbeat_s,
                               "heartbeat_stale_trial_callback":
                                   RetryHeartbeatStaleTrialCallback(max_retry=1)}
-                return RDBStorage(driver_url(url), engine_kwargs={"pool_pre_ping": True},
-                                  **kwargs)
+                rdb = RDBStorage(driver_url(url), engine_kwargs={"pool_pre_ping": True},
+                                 **kwargs)
+                return RetryingStorage(_CachedStorage(rdb), shown(url),
+                                       retry=not url.startswith("sqlite"))
         except Exception as exc:  # SQLAlchemy and driver errors have no common base we name
             if attempt == 2:
                 raise StudyError(f"cannot open study storage {shown(url)}: {exc}") from exc
@@ -184,6 +190,7 @@ class Heartbeat:
         # Optuna names a trial in its storage by its private id; there is no public accessor.
         self.storage, self.trial_id = study._storage, trial._trial_id
         self.interval_s = interval_s
+        self.failing = False
         self.stop_event = threading.Event()
         self.beat()  # at once: a trial that never beat is never seen as stale
         self.thread = threading.Thread(target=self._run, name=f"heartbeat-{trial.number}",
@@ -195,7 +202,12 @@ class Heartbeat:
             try:
                 self.storage.record_heartbeat(self.trial_id)
             except Exception as exc:  # the database is away for a moment; the next beat may do
-                log.warning("heartbeat of trial id %s failed: %s", self.trial_id, exc)
+                if not self.failing:  # said once per streak, not every beat of an outage
+                    log.warning("heartbeat of trial id %s failed (%s); beating on",
+                                self.trial_id, str(exc).splitlines()[0][:200])
+                self.failing = True
+            else:
+                self.failing = False
 
     def _run(self) -> None:
         while not self.stop_event.wait(self.interval_s):
