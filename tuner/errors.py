@@ -53,3 +53,12 @@ class EngineCrashed(EngineError):
 
 class StudyError(TunerError):
     """The study storage or tracking store failed."""
+
+
+class EngineHung(EngineError):
+    """The engine's process lives but it stopped answering: no token on any request and no
+    answer from its health check for the workload's ``hang_timeout_s``."""
+
+
+class OutOfSpace(StudyError):
+    """The disk holding the run folder (or a SQLite storage in it) is full: the study stops."""

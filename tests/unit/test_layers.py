@@ -14,7 +14,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "tuner"
 
 LAYERS: list[tuple[str, ...]] = [
-    ("settings", "errors", "validation", "validation_errors", "gpu_inventory", "hardware"),
+    ("settings", "errors", "disk_space", "validation", "validation_errors", "gpu_inventory",
+     "hardware"),
     ("workload",),
     ("loadgen",),
     ("metrics",),

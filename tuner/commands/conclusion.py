@@ -15,6 +15,7 @@ from rich.console import Console
 
 from tuner import __version__
 from tuner.commands.prepare import Prepared
+from tuner.disk_space import write_atomic
 from tuner.engines.render import render
 from tuner.engines.spec import Device, EngineSpec
 from tuner.metrics.cost import money
@@ -71,7 +72,7 @@ def conclude(prep: Prepared, state: StudyProgress, study: optuna.Study,
         time=split, time_shares=split.shares(), pareto=front,
         spend_usd=spend_of(state.results, prep.workload.cost).usd)
     out = cfg.run_dir / "summary.json"
-    out.write_text(json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
+    write_atomic(out, json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
     plots = write_plots(study, cfg.run_dir / "plots")
     if front:
         slo = prep.workload.slo

@@ -28,6 +28,8 @@ import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from tuner.disk_space import atomic_open
+
 ENDED_BY_CLIENT = 499
 """``status`` of a request the tuner ended itself (as nginx logs a client that closed)."""
 
@@ -92,7 +94,7 @@ _LIST_FIELDS = {"chunk_ns", "chunk_tokens"}
 def write_records_csv(records: list[RequestRecord], path: Path) -> None:
     """One row per request; chunk lists are JSON arrays in their cells."""
     names = [f.name for f in fields(RequestRecord)]
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with atomic_open(path, newline="") as fh:  # whole or not at all (a full disk, a kill)
         writer = csv.writer(fh)
         writer.writerow(names)
         for rec in records:
