@@ -140,6 +140,13 @@ class ProcessHandle(EngineHandle):
                 p.terminate()
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGTERM)
+        # A stopped engine (SIGSTOP: a hung trial's, or one paused by hand) acts on SIGTERM
+        # only once continued, as a shell's kill does for a stopped job.
+        for p in family:
+            with contextlib.suppress(psutil.NoSuchProcess, ProcessLookupError):
+                p.send_signal(signal.SIGCONT)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, signal.SIGCONT)
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline and (
                 self._proc.poll() is None or any(_alive(p) for p in family)):

@@ -3,7 +3,10 @@
 Ready means: the health endpoint answers 200, the model list names the served
 model, and one real completion returns a token. While waiting, the engine is
 watched: if it exits, waiting stops at once with its exit code, class and log
-tail; if its log already shows an out-of-memory line, waiting stops too.
+tail; if its log already shows an out-of-memory line, waiting stops too. An engine not
+ready within the bound is a ``startup_timeout`` whose line ends with its log's last line
+(what it was doing); every request is bounded by what is left of it, so an engine that
+accepts connections and answers nothing does not stretch it.
 """
 
 from __future__ import annotations
@@ -22,17 +25,26 @@ from tuner.launch.classify import classify_log, first_oom_line
 log = logging.getLogger(__name__)
 
 
-def _ready(http: httpx.Client, handle: EngineHandle, health: str, served: str) -> bool:
+COMPLETION_TIMEOUT_S = 120.0
+"""The most the first completion may take (a cold engine compiles), within the startup bound."""
+PROBE_TIMEOUT_S = 5.0
+
+
+def _ready(http: httpx.Client, handle: EngineHandle, health: str, served: str,
+           left_s: float) -> bool:
+    """Health, model list and one completion answer, each within what is left of the startup
+    bound (an engine that accepts connections and answers nothing must not stretch it)."""
+    probe = max(0.5, min(PROBE_TIMEOUT_S, left_s))
     try:
-        if http.get(handle.base_url + health).status_code != 200:
+        if http.get(handle.base_url + health, timeout=probe).status_code != 200:
             return False
-        models = http.get(handle.base_url + "/v1/models")
+        models = http.get(handle.base_url + "/v1/models", timeout=probe)
         if models.status_code != 200 or served not in {m.get("id") for m in
                                                        models.json().get("data", [])}:
             return False
         done = http.post(handle.base_url + "/v1/completions", json={
             "model": served, "prompt": "Hello", "max_tokens": 1, "temperature": 0.0},
-            timeout=120.0)
+            timeout=max(1.0, min(COMPLETION_TIMEOUT_S, left_s)))
         return done.status_code == 200 and bool(done.json().get("choices"))
     except (httpx.HTTPError, ValueError):
         return False
@@ -62,13 +74,21 @@ def wait_ready(handle: EngineHandle, spec: EngineSpec, served: str, *,
                 raise EngineStartError(f"engine ran out of memory while starting: {oom}",
                                        outcome="oom", exit_code=None,
                                        log_tail=handle.log_tail())
-            if _ready(http, handle, health_path, served):
+            if _ready(http, handle, health_path, served, timeout_s - elapsed):
                 log.debug("engine ready after %.1fs", elapsed)
                 return elapsed
-            if elapsed > timeout_s:
-                raise EngineStartError(f"engine not ready after {timeout_s:.0f}s",
+            if time.monotonic() - start > timeout_s:
+                last = last_line(handle.log_tail(5))
+                raise EngineStartError(f"engine not ready after {timeout_s:g}s (startup "
+                                       f"timeout); its log ends: {last or '(empty)'}",
                                        outcome="startup_timeout", exit_code=None,
                                        log_tail=handle.log_tail())
             if on_wait is not None:
                 on_wait(elapsed)
             time.sleep(poll_s)
+
+
+def last_line(text: str) -> str:
+    """The last line of a log that says something (shortened)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:200] if lines else ""

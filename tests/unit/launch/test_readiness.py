@@ -1,0 +1,55 @@
+"""An engine that does not get ready within its bound is a startup timeout, within the bound
+even when it accepts connections and answers nothing, and its line ends with what its log
+said last; the trial then stops it (tests/integration/test_faults.py starts a real slow one)."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tuner.engines.render import Rendered
+from tuner.engines.spec import load_engine_spec
+from tuner.errors import EngineStartError
+from tuner.launch.base import EngineHandle
+from tuner.launch.readiness import wait_ready
+
+
+class Loading(EngineHandle):
+    """An engine still loading: alive, its socket open, nothing answered."""
+
+    def __init__(self, base_url: str, log_path: Path) -> None:
+        self.base_url, self.log_path = base_url, log_path
+        self.rendered = Rendered(argv=["engine"])
+        log_path.write_text("$ engine --model m\nloading weights: 10%\nloading weights: 20%\n\n")
+
+    def exit_code(self) -> int | None:
+        return None
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        pass
+
+
+@pytest.fixture
+def silent() -> Iterator[str]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_a_slow_start_times_out_within_its_bound_with_its_last_log_line(
+        silent: str, tmp_path: Path) -> None:
+    spec = load_engine_spec("vllm")
+    handle = Loading(silent, tmp_path / "engine.log")
+    t0 = time.monotonic()
+    with pytest.raises(EngineStartError) as err:
+        wait_ready(handle, spec, "m", timeout_s=1.5)
+    assert time.monotonic() - t0 < 1.5 + spec.readiness.poll_s + 1.0
+    assert err.value.outcome == "startup_timeout"
+    assert str(err.value) == ("engine not ready after 1.5s (startup timeout); its log ends: "
+                              "loading weights: 20%")
+    assert "loading weights: 10%" in err.value.log_tail
