@@ -168,6 +168,10 @@ class Workload(StrictModel):
     capacity: CapacitySearch = CapacitySearch()
     request_timeout_s: float = Field(default=300.0, gt=0, description="the most one request "
                                      "may take, first byte to last; past it, it is an error")
+    hang_timeout_s: float = Field(default=60.0, gt=0, description="tune: an engine whose "
+                                  "requests bring no token and whose health check does not "
+                                  "answer for this long is hung; its trial ends `hung` and it "
+                                  "is killed")
     temperature: float = Field(default=0.0, ge=0)
 
     @field_validator("tokenizer")
