@@ -20,15 +20,14 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from tuner import __version__, cli_help
 from tuner.errors import EXIT_INTERRUPTED, TunerError
 from tuner.settings import Settings
 
 T = TypeVar("T")
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
-                  help="Find the cheapest LLM-serving configuration that meets your SLOs.\n\n"
-                  "tune --engine vllm --workload w.yaml --model DIR runs a study; the "
-                  "subcommands below do the rest.")
+                  rich_markup_mode=None, help=cli_help.TUNE)
 out_console = Console()
 err = Console(stderr=True)
 
@@ -141,8 +140,13 @@ def tune(
         help="seconds between a running trial's heartbeats in the storage; a trial silent "
         "for 4 of them (its worker died) is failed and run again by another")] = 30,
     debug: Debug = False,
+    version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, help="print the tuner's version and exit")] = False,
 ) -> None:
     """Tune an engine on a workload: search, re-measure, report the tuning delta."""
+    if version:
+        typer.echo(f"tune {__version__}")
+        raise typer.Exit(0)
     if ctx.invoked_subcommand is not None:
         return
     settings = start(debug)
@@ -183,7 +187,7 @@ Storage = Annotated[str, typer.Option(
     help="the study's Optuna storage URL, e.g. postgresql://user:pw@db:5432/tuner")]
 
 
-@app.command()
+@app.command(help=cli_help.WORKER)
 def worker(
     study: Study,
     storage: Storage,
@@ -216,7 +220,7 @@ def worker(
     run_cli(go, debug)
 
 
-@app.command()
+@app.command(help=cli_help.STATUS)
 def status(study: Study, storage: Storage, debug: Debug = False) -> None:
     """A study's trials (done, running where, failed), its best so far and the time left."""
     from tuner.commands.status import status_command
@@ -225,30 +229,33 @@ def status(study: Study, storage: Storage, debug: Debug = False) -> None:
     run_cli(lambda: status_command(study, storage, out_console), debug)
 
 
-@app.command()
+@app.command(help=cli_help.BENCH)
 def bench(
-    endpoint: Annotated[str, typer.Option(help="base URL of an OpenAI-compatible server")],
-    workload: Annotated[Path, typer.Option(help="workload YAML file")],
+    endpoint: Annotated[str, typer.Option(help="base URL of an OpenAI-compatible server",
+                                          metavar="URL")],
+    workload: Annotated[Path, typer.Option(help="workload YAML file", metavar="FILE")],
     find_capacity: Annotated[bool, typer.Option(
         "--find-capacity", help="search the highest load that meets the SLOs")] = False,
     json_path: Annotated[Path | None, typer.Option(
-        "--json", help="write every figure here, and the per-request records next to it")] = None,
+        "--json", help="write every figure here, and the per-request records next to it",
+        metavar="FILE")] = None,
     tokenizer: Annotated[Path | None, typer.Option(
         help="folder holding tokenizer.json; default: from the workload or the model")] = None,
     metrics_url: Annotated[str | None, typer.Option(
         help="Prometheus endpoint; default: <endpoint>/metrics")] = None,
     load: Annotated[float | None, typer.Option(
         help="the load instead of the workload's: its arrival rate (req/s; sessions/s for "
-        "conversations) or concurrency; a capacity search starts there", min=0.001)] = None,
+        "conversations) or concurrency; a capacity search starts there", min=0.001,
+        metavar="LOAD")] = None,
     duration: Annotated[float | None, typer.Option(
-        help="seconds instead of the workload's stop", min=0.001)] = None,
+        help="seconds instead of the workload's stop", min=0.001, metavar="SECONDS")] = None,
     seed: Annotated[int | None, typer.Option(
         help="the workload's seed instead of the file's (lengths, send times, prompts)",
-        min=0)] = None,
+        min=0, metavar="N")] = None,
     epoch: Annotated[int | None, typer.Option(
         help="prompts of this epoch (recorded in the JSON), to send the same requests again; "
         "default: fresh prompts each run, so a run never hits what an earlier one left in the "
-        "server's prefix cache", min=0)] = None,
+        "server's prefix cache", min=0, metavar="N")] = None,
     workers: Workers = None,
     debug: Debug = False,
 ) -> None:
@@ -264,15 +271,18 @@ def bench(
                                   workers=check_workers(workers), overrides=overrides), debug)
 
 
-@app.command()
+@app.command(help=cli_help.COMPARE)
 def compare(
     engines: Annotated[str, typer.Option(help="engines to compare, comma-separated")],
     workload: Annotated[Path, typer.Option(help="workload YAML file (drives every engine)")],
     model: Annotated[list[str], typer.Option(
-        help="model folder for all engines, or ENGINE=DIR per engine (repeatable)")],
+        help="model folder for all engines, or ENGINE=DIR per engine (repeatable)",
+        metavar="DIR|ENGINE=DIR")],
     trials: Annotated[int, typer.Option(help="launched trials per engine study")] = 10,
     repeats: Annotated[int, typer.Option(
-        help="fresh starts per measured configuration (defaults and tuned, per engine)")] = 3,
+        help="fresh starts per re-measured configuration (defaults and tuned, per engine; "
+        "two or more: the interval then includes how much a restart moves the capacity)")
+    ] = 2,
     out: Annotated[Path, typer.Option(help="output folder")] = Path("tune-runs"),
     seed: Annotated[int, typer.Option(help="sampler and bootstrap seed")] = 0,
     tracking_uri: Annotated[str | None, typer.Option(
@@ -299,7 +309,7 @@ def compare(
                                     console=out_console, progress_console=err), debug)
 
 
-@app.command()
+@app.command(help=cli_help.MEASURE)
 def measure(
     engine: Annotated[str, typer.Option(help="engine to measure (engines/*.yaml)")],
     workload: Annotated[Path, typer.Option(help="workload YAML file")],
@@ -344,7 +354,7 @@ def measure(
     run_cli(go, debug)
 
 
-@app.command()
+@app.command(help=cli_help.REPORT)
 def report(
     folder: Annotated[Path, typer.Option(
         "--dir", help="a folder `tune compare` wrote, or a study's folder (tune-runs/<study>)")],
@@ -357,7 +367,7 @@ def report(
     run_cli(lambda: report_command(folder, out_console), debug)
 
 
-@app.command()
+@app.command(help=cli_help.EXPORT)
 def export(
     study: Annotated[Path, typer.Option("--study", help="the study's folder (tune-runs/<study>)")],
     fmt: Annotated[str, typer.Option(
@@ -401,7 +411,7 @@ def export(
     run_cli(go, debug)
 
 
-@app.command()
+@app.command(help=cli_help.CLEANUP)
 def cleanup(debug: Debug = False) -> None:
     """Remove engines (processes and containers) that a killed tuner left behind; only ours."""
     from tuner.commands.cleanup import cleanup_command
@@ -414,7 +424,7 @@ workload_app = typer.Typer(help="Workloads from your own traffic.", no_args_is_h
 app.add_typer(workload_app, name="workload")
 
 
-@workload_app.command("fit")
+@workload_app.command("fit", help=cli_help.WORKLOAD_FIT)
 def workload_fit(
     log: Annotated[Path, typer.Option("--from", help="request log: OpenAI-style JSONL, a "
                                       "Mooncake trace, or CSV timestamp,input_tokens,"
@@ -434,7 +444,7 @@ def workload_fit(
                                          console=out_console), debug)
 
 
-@app.command("make-model")
+@app.command("make-model", help=cli_help.MAKE_MODEL)
 def make_model(
     out_dir: Annotated[Path | None, typer.Argument(
         help="folder to write the model into; default: $TUNER_CACHE_DIR/models/tiny-llama")
@@ -461,6 +471,15 @@ def make_model(
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        app()
-    except SystemExit as exc:
-        sys.exit(exc.code)
+        code = app(standalone_mode=False)
+    except typer.TyperException as exc:  # an unknown option, a bad value: one line, exit 2
+        if exc.format_message().startswith("Usage:"):  # a group given no command: its help
+            typer.echo(exc.format_message())
+            raise SystemExit(exc.exit_code) from None
+        ctx = getattr(exc, "ctx", None)
+        where = getattr(ctx, "command_path", None) or "tune"
+        raise SystemExit(fail(f"{exc.format_message()} (see {where} --help)",
+                              exc.exit_code).exit_code) from None
+    except typer.Abort:
+        raise SystemExit(fail("interrupted", EXIT_INTERRUPTED).exit_code) from None
+    sys.exit(code if isinstance(code, int) else 0)

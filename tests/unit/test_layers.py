@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("tracking",),
     ("report", "deploy"),
     ("commands",),
-    ("cli", "__main__"),
+    ("cli", "cli_help", "__main__"),
 ]
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 
