@@ -81,3 +81,32 @@ def test_plain_lines_come_while_a_run_goes_on(tiny_model: Path, tmp_path: Path) 
     assert ("step 1, load 2 req/s: sent 2/10 (+1 warm-up), done 2, errors 0, "
             "p95 TTFT 3.0 ms, p95 ITL -") in lines
     assert lines[-1] == "phase: measuring"
+
+
+@pytest.mark.slow
+def test_a_piped_study_prints_a_line_per_trial_as_it_goes(tiny_model: Path,
+                                                          tmp_path: Path) -> None:
+    """`tune` with the test-only fake engine (TUNER_FAKE_ENGINE, no engine runs): each trial's
+    start and outcome are lines while the study goes on."""
+    import os
+
+    from tests.unit.cli_runner import REPO
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TUNER_PIN_CORES": "0",
+           "TUNER_FAKE_ENGINE": "tests.integration.fake_engine:make", "TUNER_FAKE_TRIAL_S": "1"}
+    proc = subprocess.Popen([*TUNE, "--engine", "vllm", "--workload",
+                             str(REPO / "experiments" / "workloads" / "smoke.yaml"),
+                             "--model", str(tiny_model), "--trials", "2", "--remeasure-top",
+                             "0", "--out", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    assert proc.stdout is not None
+    seen = []
+    while not (line := proc.stdout.readline()).startswith("trial 0 (defaults): ok"):
+        assert line, f"no trial line before the end: {seen}"
+        seen.append(line.rstrip())
+    running_then = proc.poll() is None
+    rest = proc.stdout.read()
+    assert proc.wait(timeout=120) == 0
+    assert running_then, "the first trial's line came only when the study had ended"
+    assert "trial: 1 of 2 (optuna #0), engine defaults" in seen
+    assert "trial: 2 of 2 (optuna #1)" in rest
