@@ -99,6 +99,8 @@ class QualityVerdict(BaseModel):
                                         "are the reference (the defaults')")
     seconds: float = 0.0
     detail: str = ""
+    answers_path: str | None = Field(default=None, description="the prompts with both "
+                                     "answers and the figures (JSON)")
 
     @property
     def passed(self) -> bool:

@@ -9,12 +9,16 @@ from pydantic import BaseModel, Field
 from tuner.measurement.capacity import CapacityResult
 from tuner.metrics.cost import money
 from tuner.metrics.run_summary import RunSummary
+from tuner.metrics.token_agreement import QualityVerdict
 
 Outcome = Literal["ok", "oom", "invalid_config", "startup_timeout", "crashed",
                   "crashed_during_load", "probe_failed", "error", "slo_infeasible",
-                  "interrupted"]
+                  "quality_failed", "interrupted"]
 """``probe_failed``: the engine started but does not serve the workload (no such model, no
-such route); ``error``: anything else that went wrong in the trial (its detail says what)."""
+such route); ``error``: anything else that went wrong in the trial (its detail says what);
+``quality_failed``: it met the SLOs, but it sets lossy knobs and its greedy answers agree
+with the defaults' less than the workload's ``quality.min_token_agreement`` (or could not be
+compared with them)."""
 FAILED_OUTCOMES = ("oom", "invalid_config", "startup_timeout", "crashed", "crashed_during_load",
                    "probe_failed", "error")
 
@@ -54,6 +58,8 @@ class TrialResult(BaseModel):
     starts: int = Field(default=1, description="fresh engine starts this trial took")
     costs: list[float] = Field(default_factory=list, description="each start's cost, when "
                                "the trial was measured again (intensification)")
+    quality: QualityVerdict | None = Field(default=None, description="the check of its lossy "
+                                           "knobs against the defaults' answers, when made")
 
     @property
     def feasible(self) -> bool:

@@ -9,8 +9,11 @@ trials until every start the budget allows is finished or running somewhere, wai
 workers' trials might still come back (a dead worker's trial is failed by its heartbeat and
 queued again once), and returns when the budget is spent. Configurations rejected by a rule
 are told as infeasible without a launch and do not count toward ``--trials`` (at most
-``4 x trials`` of them are tried). Each process keeps its own trials' full results in
-``trials/trial-NNN.json``; the storage keeps every trial's result without its steps.
+``4 x trials`` of them are tried). With the workload's ``quality``, the search's trials check
+lossy configurations against the defaults' greedy answers (:mod:`tuner.search.quality_guard`);
+a second start of the same configuration is not checked again. Each process keeps its own
+trials' full results in ``trials/trial-NNN.json``; the storage keeps every trial's result
+without its steps.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from tuner.search.ledger import (
     stored_result,
 )
 from tuner.search.outcome import TrialResult, ranked
+from tuner.search.quality_guard import QualityGuard
 from tuner.search.shared_study import (
     beating,
     fail_stale,
@@ -143,6 +147,9 @@ class _Search:
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)  # a trial of this process ended
         self.stopping = threading.Event()
+        check = ctx.workload.quality
+        self.guard = None if check is None else QualityGuard(
+            check, ctx.spec, ctx.hardware.device, study, cfg.run_dir / "quality", ctx.progress)
 
     def _next(self) -> tuple[optuna.Trial, dict[str, Any], bool] | None:
         """The next trial this process runs; None when the study's budget is spent (or the
@@ -206,7 +213,8 @@ class _Search:
             trial, config, is_default = job
             with beating(self.study, trial, self.beat_s):
                 try:
-                    result = run_trial(self.ctx, trial.number, config, defaults=is_default)
+                    result = run_trial(self.ctx, trial.number, config, defaults=is_default,
+                                       guard=self.guard)
                     if self._challenges(trial, result):
                         result = self._confirm(result, config)
                     if self.stopping.is_set():  # its engine was stopped under it

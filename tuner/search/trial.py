@@ -29,9 +29,11 @@ from tuner.launch.classify import classify_log, port_taken
 from tuner.launch.gpus import GpuPool
 from tuner.loadgen.progress import Progress
 from tuner.loadgen.records import RequestRecord, write_records_csv
+from tuner.metrics.cost import money
 from tuner.metrics.run_summary import RunSummary
 from tuner.search.measurer import Measurer
 from tuner.search.outcome import Outcome, Timing, TrialResult
+from tuner.search.quality_guard import QualityGuard
 from tuner.search.space import SearchSpace
 from tuner.workload.models import Workload
 
@@ -146,9 +148,11 @@ def crash_failure(handle: EngineHandle, spec: EngineSpec) -> Failure:
 
 
 def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, defaults: bool,
-              tag: str | None = None) -> TrialResult:
+              tag: str | None = None, guard: QualityGuard | None = None) -> TrialResult:
     """Measure ``config`` (or the engine's defaults) on a fresh engine start; ``tag`` names
-    its log and records (default ``trial-NNN``)."""
+    its log and records (default ``trial-NNN``). With ``guard`` (a study's search trials),
+    the engine also records the reference answers of the quality check or, for a
+    configuration with lossy changes that met the SLOs, is checked against them."""
     t0 = time.monotonic()
     recorded = ctx.defaults_config() if defaults else config
     result = TrialResult(number=number, config=recorded, defaults=defaults, outcome="ok",
@@ -165,7 +169,8 @@ def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, default
     try:
         for attempt in range(PORT_RETRIES + 1):
             try:
-                _launch_and_measure(ctx, config, tag, defaults, result, timing, started)
+                _launch_and_measure(ctx, config, tag, defaults, result, timing, started,
+                                    guard)
                 break
             except EngineStartError:
                 if attempt == PORT_RETRIES or not started or not port_taken(
@@ -189,9 +194,12 @@ probe and the engine's bind (``launch.isolation.free_port`` makes that rare, not
 
 
 def _launch_and_measure(ctx: TrialContext, config: dict[str, Any], tag: str, defaults: bool,
-                        result: TrialResult, timing: Timing, started: list[EngineHandle]) -> None:
-    """One engine start of a trial: launch, wait until ready, search its capacity, and fill
-    ``result``; the handle goes into ``started`` (for the failure's log)."""
+                        result: TrialResult, timing: Timing, started: list[EngineHandle],
+                        guard: QualityGuard | None) -> None:
+    """One engine start of a trial: launch, wait until ready (and record the quality check's
+    reference), search its capacity, fill ``result`` and check its quality; the handle goes
+    into ``started`` (for the failure's log)."""
+    lossy = guard.lossy(config, defaults=defaults) if guard is not None else {}
     with ctx.engine(config, tag, defaults=defaults, accelerators=result.accelerators,
                     timing=timing) as handle:
         started.append(handle)
@@ -202,6 +210,8 @@ def _launch_and_measure(ctx: TrialContext, config: dict[str, Any], tag: str, def
             ctx.measurer.wait_ready(handle)
         finally:
             timing.startup_s = time.monotonic() - t_ready
+        if guard is not None and not lossy:
+            guard.record_reference(ctx.measurer, handle, result.number, defaults=defaults)
         t_measure = time.monotonic()
         try:
             capacity, records = ctx.measurer.capacity(handle, result.accelerators)
@@ -212,6 +222,9 @@ def _launch_and_measure(ctx: TrialContext, config: dict[str, Any], tag: str, def
         if capacity.warmup is not None:
             timing.warmup_s = capacity.warmup.seconds
             timing.measure_s = max(0.0, timing.measure_s - timing.warmup_s)
+        if (guard is not None and lossy and capacity.best is not None
+                and capacity.estimate is not None and handle.exit_code() is None):
+            _check_quality(ctx, guard, handle, tag, lossy, result, timing)
         if handle.exit_code() is not None:
             failed = crash_failure(handle, ctx.spec)
             result.outcome, result.detail, result.log_tail = (failed.outcome, failed.detail,
@@ -226,12 +239,29 @@ def _launch_and_measure(ctx: TrialContext, config: dict[str, Any], tag: str, def
             result.cost_per_m_output_tokens = capacity.estimate.cost_per_m_output_tokens
             result.max_load = capacity.estimate.load
             result.accelerators = capacity.best.accelerators
+            if result.quality is not None and not result.quality.passed:
+                result.outcome = "quality_failed"
+                result.detail = (f"{result.quality.line()}; it met the SLOs at "
+                                 f"{result.max_load:.3g} for "
+                                 f"{money(result.cost_per_m_output_tokens)}/M output tokens")
+
+
+def _check_quality(ctx: TrialContext, guard: QualityGuard, handle: EngineHandle, tag: str,
+                   lossy: dict[str, Any], result: TrialResult, timing: Timing) -> None:
+    """The lossy configuration's answers against the reference, on its running engine (the
+    seconds count as measurement)."""
+    verdict = guard.judge(ctx.measurer, handle, tag, lossy)
+    timing.measure_s += verdict.seconds
+    result.quality = verdict
+    ctx.progress.log(f"{tag}: quality check: {verdict.line()}")
 
 
 def constraint_values(result: TrialResult, slo_ttft: float, slo_itl: float,
                       max_err: float) -> dict[str, float]:
-    """Optuna constraints (feasible when all <= 0): relative SLO margins, launch failure."""
-    if result.outcome in ("ok", "slo_infeasible"):
+    """Optuna constraints (feasible when all <= 0): relative SLO margins, and ``launch``: a
+    failure to launch, no load within the SLOs, or a failed quality check (by how much its
+    token agreement fell short; 1 when not compared)."""
+    if result.outcome in ("ok", "slo_infeasible", "quality_failed"):
         step: RunSummary | None = result.best
         if step is None and result.capacity and result.capacity.steps:
             step = min(result.capacity.steps, key=lambda s: s.load)
@@ -241,6 +271,16 @@ def constraint_values(result: TrialResult, slo_ttft: float, slo_itl: float,
         itl = (step.itl_ms.p95 or 0.0) / slo_itl - 1
         errors = step.error_rate - max_err
         cut = 1.0 if result.outcome == "slo_infeasible" else 0.0
+        if result.outcome == "quality_failed":
+            cut = quality_shortfall(result)
         return {"ttft": min(ttft, 10.0), "itl": min(itl, 10.0), "errors": errors,
                 "launch": cut if max(ttft, itl, errors) <= 0 else 0.0}
     return {"ttft": 0.0, "itl": 0.0, "errors": 0.0, "launch": 10.0}
+
+
+def quality_shortfall(result: TrialResult) -> float:
+    """How far a failed quality check fell short of the least token agreement (above 0)."""
+    q = result.quality
+    if q is None or q.agreement is None:
+        return 1.0
+    return max(q.min_token_agreement - q.agreement.token_agreement, 0.01)

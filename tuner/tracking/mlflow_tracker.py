@@ -1,5 +1,8 @@
 """Record a study in MLflow: one parent run per study, one nested run per trial.
 
+The experiment opens in MLflow's UI as model training, with a saved view of its trials
+(:mod:`tuner.tracking.runs_view`); a trial's run is named by its number, outcome and cost.
+
 Uses ``MlflowClient`` with explicit run ids (no global active run). The study's creator makes
 the parent run and the study stores its id; every worker (on any host, against one tracking
 server) nests its trials under that id. A resumed study without a stored id finds its parent
@@ -21,7 +24,9 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from tuner.errors import StudyError
+from tuner.metrics.cost import money
 from tuner.search.outcome import TrialResult
+from tuner.tracking.runs_view import experiment_tags, runs_page
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +47,29 @@ def _param(key: str, value: object) -> Param:
     return Param(key, text if len(text) <= PARAM_LIMIT else text[:PARAM_LIMIT - 3] + "...")
 
 
+def trial_run_name(r: TrialResult) -> str:
+    """A trial's run as the runs table lists it: number, outcome and, when it met the SLOs,
+    its cost (``trial-004 ok $0.1234/M``)."""
+    name = f"trial-{r.number:03d} {r.outcome}"
+    return f"{name} {money(r.cost_per_m_output_tokens)}/M" if r.feasible else name
+
+
+def quality_metrics(r: TrialResult) -> dict[str, float]:
+    """The quality check's figures, for a trial that was checked."""
+    q = r.quality
+    if q is None:
+        return {}
+    m = {"quality.min_token_agreement": q.min_token_agreement, "quality.seconds": q.seconds,
+         "quality.passed": float(q.passed)}
+    if q.agreement is not None:
+        a = q.agreement
+        m["quality.token_agreement"] = a.token_agreement
+        m["quality.identical_share"] = a.identical / a.prompts
+        if a.logprob_mean_abs_diff is not None:
+            m["quality.logprob_mean_abs_diff"] = a.logprob_mean_abs_diff
+    return m
+
+
 class MlflowTracker:
     def __init__(self, tracking_uri: str, artifact_dir: Path | None = None) -> None:
         # MLflow sets its own logger to INFO when imported; its database-migration lines are
@@ -59,14 +87,16 @@ class MlflowTracker:
         has it, else the run tagged with the study's name, else a new one."""
         try:
             if parent_id and self._join(parent_id):
+                self._mark_experiment()
                 return self.parent_id
             exp = self.client.get_experiment_by_name(name)
             if exp is None:
                 location = self.artifact_dir.resolve().as_uri() if self.artifact_dir else None
-                self.experiment_id = self.client.create_experiment(name,
-                                                                   artifact_location=location)
+                self.experiment_id = self.client.create_experiment(
+                    name, artifact_location=location, tags=experiment_tags())
             else:
                 self.experiment_id = exp.experiment_id
+                self._mark_experiment()
             found = self.client.search_runs([self.experiment_id],
                                             filter_string=f"tags.`tuner.study` = '{name}'",
                                             max_results=1)
@@ -82,6 +112,17 @@ class MlflowTracker:
         except MlflowException as exc:
             raise StudyError(f"MLflow at {self.uri}: {exc.message}") from exc
         return self.parent_id
+
+    def _mark_experiment(self) -> None:
+        """An experiment made before (or elsewhere) gets the kind and the trials' view too."""
+        have = self.client.get_experiment(self.experiment_id).tags
+        for key, value in experiment_tags().items():
+            if key not in have:
+                self.client.set_experiment_tag(self.experiment_id, key, value)
+
+    def runs_page(self) -> str:
+        """The study's trials in MLflow's UI, after the UI's address (once the study started)."""
+        return runs_page(self.experiment_id)
 
     def _join(self, parent_id: str) -> bool:
         """Nest this worker's trials under the study's parent run, if this store has it."""
@@ -104,8 +145,9 @@ class MlflowTracker:
         tags = {"mlflow.parentRunId": self.parent_id, "tuner.role": "trial",
                 "tuner.trial": str(r.number), "tuner.outcome": r.outcome,
                 "tuner.defaults": str(r.defaults).lower()}
-        run = self.client.create_run(self.experiment_id, run_name=f"trial-{r.number:03d}",
-                                     tags=tags)
+        if r.quality is not None:
+            tags["tuner.quality"] = "passed" if r.quality.passed else "failed"
+        run = self.client.create_run(self.experiment_id, run_name=trial_run_name(r), tags=tags)
         rid = run.info.run_id
         params = [_param(k, v) for k, v in flat_params(r.config).items()]
         params += [_param("outcome", r.outcome), _param("defaults", r.defaults),
@@ -113,6 +155,8 @@ class MlflowTracker:
                    _param("accelerators", r.accelerators), _param("starts", r.starts)]
         if r.detail:
             params.append(_param("detail", r.detail))
+        if r.quality is not None:
+            params += [_param(f"quality.lossy.{k}", v) for k, v in r.quality.lossy.items()]
         for key in ("image", "image_digest", "container_id"):
             if key in r.launch:
                 params.append(_param(key, r.launch[key]))
@@ -138,7 +182,9 @@ class MlflowTracker:
                 (Path(tmp) / "container_spec.json").write_text(
                     json.dumps(r.launch["container_spec"], indent=2, default=str))
             self.client.log_artifacts(rid, tmp)
-        for path, folder in ((r.log_path, "engine"), (r.records_path, "records")):
+        answers = r.quality.answers_path if r.quality is not None else None
+        for path, folder in ((r.log_path, "engine"), (r.records_path, "records"),
+                             (answers, "quality")):
             if path and Path(path).is_file():
                 self.client.log_artifact(rid, path, folder)
         self.client.set_terminated(rid, "FINISHED" if r.outcome in ("ok", "slo_infeasible")
@@ -166,7 +212,7 @@ class MlflowTracker:
                     m[key] = value
             if s.server is not None and s.server.prefix_cache_hit_rate is not None:
                 m["prefix_cache_hit_rate"] = s.server.prefix_cache_hit_rate
-        return m
+        return m | quality_metrics(r)
 
     def finish_study(self, metrics: dict[str, float], artifacts: list[tuple[str, Path]],
                      texts: dict[str, str]) -> None:

@@ -147,6 +147,21 @@ class CapacitySearch(StrictModel):
                                      "offered output tokens over its steady window")
 
 
+class QualityCheck(StrictModel):
+    """The guardrail on lossy knobs (quantisation, a quantised KV cache, speculative decoding):
+    a configuration that sets one away from the engine's default can win only if, on the
+    engine it was measured on, its greedy answers to a fixed set of prompts agree with the
+    defaults' answers (recorded once per study) on at least ``min_token_agreement`` of their
+    tokens, counted up to each answer's first differing token. Below it the trial is
+    infeasible (``quality_failed``)."""
+
+    min_token_agreement: float = Field(default=0.95, ge=0, le=1, description="least mean "
+                                       "share of each answer's tokens before its first "
+                                       "difference from the defaults' answer")
+    max_tokens: int = Field(default=64, ge=1, le=4096, description="tokens each greedy answer "
+                            "may take")
+
+
 class Workload(StrictModel):
     """A traffic shape with its SLOs and the price of the hardware serving it."""
 
@@ -173,6 +188,9 @@ class Workload(StrictModel):
                                   "answer for this long is hung; its trial ends `hung` and it "
                                   "is killed")
     temperature: float = Field(default=0.0, ge=0)
+    quality: QualityCheck | None = Field(default=None, description="compare the greedy "
+                                         "answers of configurations that change lossy knobs "
+                                         "with the defaults' (absent: not compared)")
 
     @field_validator("tokenizer")
     @classmethod
