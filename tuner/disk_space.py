@@ -54,6 +54,33 @@ def no_space(folder: Path, detail: str = "") -> OutOfSpace:
                       "free space there and run the same command again to resume")
 
 
+def what_filled(exc: BaseException) -> str:
+    """The file or store whose write met the full disk, in a few words."""
+    current: BaseException | None = exc
+    while current is not None:
+        if isinstance(current, OSError) and current.errno in NO_SPACE_ERRNOS:
+            return f"writing {current.filename}" if current.filename else "writing"
+        if SQLITE_FULL in str(current) and not isinstance(current, OutOfSpace):
+            return "the SQLite database: database or disk is full"
+        current = current.__cause__ or current.__context__
+    return ""
+
+
+@contextlib.contextmanager
+def stops_when_full(folder: Path) -> Iterator[None]:
+    """A full disk met anywhere in the block (a trial's records, the tracker's outbox, the
+    study's summary, a SQLite storage in the folder) ends it with the one line of
+    :func:`no_space`."""
+    try:
+        yield
+    except OutOfSpace:
+        raise
+    except Exception as exc:
+        if out_of_space(exc):
+            raise no_space(folder, what_filled(exc)) from exc
+        raise
+
+
 def free_bytes(folder: Path) -> int:
     """Free bytes on the device of ``folder`` (its nearest existing parent)."""
     here = folder

@@ -13,6 +13,7 @@ from tuner.commands.conclusion import conclude
 from tuner.commands.prepare import prepare
 from tuner.commands.progress_display import progress_display
 from tuner.commands.teardown import guarded
+from tuner.disk_space import stops_when_full
 from tuner.errors import ConfigError
 from tuner.hardware import running_on
 from tuner.search.outcome import TrialResult, ranked
@@ -28,6 +29,12 @@ log = logging.getLogger(__name__)
 
 def tune_command(cfg: StudyConfig, settings: Settings, console: Console,
                  progress_console: Console) -> StudySummary:
+    with stops_when_full(cfg.run_dir):  # one line; the finished trials are kept
+        return _tune(cfg, settings, console, progress_console)
+
+
+def _tune(cfg: StudyConfig, settings: Settings, console: Console,
+          progress_console: Console) -> StudySummary:
     t_start = time.monotonic()
     prep = prepare(cfg, settings)
     spec, hw, eng_version = prep.spec, prep.hardware, prep.engine_version

@@ -18,12 +18,14 @@ from tuner.commands.conclusion import conclude
 from tuner.commands.prepare import prepare
 from tuner.commands.progress_display import progress_display
 from tuner.commands.teardown import guarded
+from tuner.disk_space import stops_when_full
 from tuner.hardware import running_on
 from tuner.search.ledger import ledger
 from tuner.search.remeasure_loop import remeasure_study
 from tuner.search.shared_study import read_record, worker_id
 from tuner.search.study import StudyProgress, run_search
-from tuner.search.study_record import config_from
+from tuner.search.study_config import StudyConfig
+from tuner.search.study_record import StudyRecord, config_from
 from tuner.settings import Settings
 
 
@@ -34,6 +36,13 @@ def worker_command(name: str, storage: str, *, out: Path, launcher: str, paralle
     _, record = read_record(name, storage)
     cfg = config_from(record, name=name, storage=storage, out_dir=out, launcher=launcher,
                       parallel=parallel, tracking_uri=tracking_uri, **host)
+    with stops_when_full(cfg.run_dir):  # one line; the finished trials are kept
+        return _work(cfg, record, settings, console, progress_console, t_start)
+
+
+def _work(cfg: StudyConfig, record: StudyRecord, settings: Settings, console: Console,
+          progress_console: Console, t_start: float) -> StudyProgress:
+    name = cfg.name
     prep = prepare(cfg, settings)
     hw = prep.hardware
     state = StudyProgress()
