@@ -12,15 +12,17 @@ from tuner.metrics.run_summary import RunSummary
 from tuner.metrics.token_agreement import QualityVerdict
 
 Outcome = Literal["ok", "oom", "invalid_config", "startup_timeout", "crashed",
-                  "crashed_during_load", "probe_failed", "error", "slo_infeasible",
+                  "crashed_during_load", "hung", "probe_failed", "error", "slo_infeasible",
                   "quality_failed", "interrupted"]
 """``probe_failed``: the engine started but does not serve the workload (no such model, no
-such route); ``error``: anything else that went wrong in the trial (its detail says what);
+such route); ``hung``: its process lived but brought no token and did not answer its health
+check for the workload's ``hang_timeout_s`` (it was killed); ``error``: anything else that
+went wrong in the trial (its detail says what);
 ``quality_failed``: it met the SLOs, but it sets lossy knobs and its greedy answers agree
 with the defaults' less than the workload's ``quality.min_token_agreement`` (or could not be
 compared with them)."""
 FAILED_OUTCOMES = ("oom", "invalid_config", "startup_timeout", "crashed", "crashed_during_load",
-                   "probe_failed", "error")
+                   "hung", "probe_failed", "error")
 
 
 class Timing(BaseModel):

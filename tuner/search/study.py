@@ -31,6 +31,7 @@ import optuna
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState
 
+from tuner.disk_space import write_atomic
 from tuner.metrics.cost import money
 from tuner.search.joining import StartTracking, open_shared
 from tuner.search.ledger import (
@@ -220,13 +221,28 @@ class _Search:
                     if self.stopping.is_set():  # its engine was stopped under it
                         raise KeyboardInterrupt("stopping")
                 except BaseException:
-                    with self.lock:
-                        return_to_queue(self.study, trial)
-                        self.changed.notify_all()
+                    self._give_back(trial)
                     raise
-                with self.lock:
-                    self._tell(trial, result)
-                    self.changed.notify_all()
+                try:
+                    with self.lock:
+                        self._tell(trial, result)
+                        self.changed.notify_all()
+                except BaseException:  # its result could not be kept (a full disk)
+                    self._give_back(trial)
+                    raise
+
+    def _give_back(self, trial: optuna.Trial) -> None:
+        """Queue an interrupted trial again; when even that fails (the storage on a full disk),
+        its heartbeat stops and another run fails it and runs it again: the error that stopped
+        this one is what the user sees."""
+        with self.lock:
+            try:
+                return_to_queue(self.study, trial)
+            except Exception as exc:
+                log.warning("trial %d could not be given back to the study now (%s); it is "
+                            "run again after its heartbeat's grace", trial.number,
+                            str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
+            self.changed.notify_all()
 
     def _challenges(self, trial: optuna.Trial, result: TrialResult) -> bool:
         """With intensification: ``result`` beats the study's incumbent and the budget allows
@@ -273,8 +289,8 @@ class _Search:
 
     def _tell(self, trial: optuna.Trial, result: TrialResult) -> None:
         slo = self.ctx.workload.slo
-        (_results_dir(self.cfg) / f"trial-{trial.number:03d}.json").write_text(
-            result.model_dump_json(indent=2))
+        write_atomic(_results_dir(self.cfg) / f"trial-{trial.number:03d}.json",
+                     result.model_dump_json(indent=2))
         try:
             for key, value in constraint_values(result, slo.ttft_p95_ms, slo.itl_p95_ms,
                                                 slo.max_error_rate).items():

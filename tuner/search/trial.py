@@ -19,10 +19,11 @@ from typing import Any, cast
 
 from pydantic import SecretStr
 
+from tuner.disk_space import check_free, no_space, out_of_space
 from tuner.engines.model_info import ModelInfo
 from tuner.engines.rules import broken_rules, rule_names
 from tuner.engines.spec import EngineSpec
-from tuner.errors import EndpointError, EngineCrashed, EngineStartError
+from tuner.errors import EndpointError, EngineCrashed, EngineHung, EngineStartError
 from tuner.hardware import Hardware, cpu_list
 from tuner.launch.base import EngineHandle, Launcher, LaunchRequest
 from tuner.launch.classify import classify_log, port_taken
@@ -32,7 +33,7 @@ from tuner.loadgen.records import RequestRecord, write_records_csv
 from tuner.metrics.cost import money
 from tuner.metrics.run_summary import RunSummary
 from tuner.search.measurer import Measurer
-from tuner.search.outcome import Outcome, Timing, TrialResult
+from tuner.search.outcome import FAILED_OUTCOMES, Outcome, Timing, TrialResult
 from tuner.search.quality_guard import QualityGuard
 from tuner.search.space import SearchSpace
 from tuner.workload.models import Workload
@@ -133,6 +134,9 @@ def classify_failure(exc: Exception, handle: EngineHandle | None, spec: EngineSp
         return Failure(cast(Outcome, exc.outcome), str(exc), exc.log_tail or None)
     if isinstance(exc, EngineCrashed) and handle is not None:
         return crash_failure(handle, spec)
+    if isinstance(exc, EngineHung):
+        return Failure("hung", f"{exc}; the engine was killed", handle.log_tail() if handle
+                       else None)
     if isinstance(exc, EndpointError):
         return Failure("probe_failed", f"the engine started but {exc}",
                        handle.log_tail() if handle else None)
@@ -164,6 +168,7 @@ def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, default
         result.timing = Timing(wall_s=time.monotonic() - t0)
         return result
     tag = tag or f"trial-{number:03d}"
+    check_free(ctx.run_dir)  # a full disk stops the study; it is no configuration's failure
     timing = Timing()
     started: list[EngineHandle] = []
     try:
@@ -179,9 +184,13 @@ def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, default
                 log.warning("%s: another program took the engine's port before it bound it; "
                             "starting it again on another port", tag)
     except Exception as exc:  # one trial = one outcome; interrupts are BaseException and pass
+        if out_of_space(exc):
+            raise no_space(ctx.run_dir, str(exc)) from exc
         failed = classify_failure(exc, started[-1] if started else None, ctx.spec)
         result.outcome, result.detail, result.log_tail = (failed.outcome, failed.detail,
                                                           failed.log_tail)
+    if result.outcome in FAILED_OUTCOMES:
+        check_free(ctx.run_dir)  # an engine that could not write its log is not to blame
     timing.wall_s = time.monotonic() - t0
     result.timing = timing
     return result
