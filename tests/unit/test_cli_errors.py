@@ -86,6 +86,7 @@ def test_a_misspelt_model_is_named_before_any_tokenizer_is_looked_for(tmp_path: 
                    "did you mean 'tiny-llama'? set `model:` in the workload")
 
 
+@pytest.mark.slow
 def test_endpoints_that_are_not_a_base_url_say_which_to_give(tmp_path: Path) -> None:
     workload = tmp_path / "w.yaml"
     workload.write_text(SMOKE)
@@ -99,6 +100,7 @@ def test_endpoints_that_are_not_a_base_url_say_which_to_give(tmp_path: Path) -> 
                    "/v1/chat/completions route; give the base URL http://127.0.0.1:8123")
 
 
+@pytest.mark.slow
 def test_a_tokenizer_given_that_is_not_there_is_named(tmp_path: Path) -> None:
     workload = tmp_path / "w.yaml"
     workload.write_text(SMOKE.replace("model: tiny-llama", "model: tiny-llama\ntokenizer: tk"))
@@ -111,6 +113,7 @@ def test_a_tokenizer_given_that_is_not_there_is_named(tmp_path: Path) -> None:
     one_line_error(option, 2, f"--tokenizer {tmp_path / 'nowhere'}: no tokenizer.json there")
 
 
+@pytest.mark.slow
 def test_report_on_a_folder_that_does_not_exist(tmp_path: Path) -> None:
     missing, a_file = tune_all(["report", "--dir", str(tmp_path / "nope")],
                                ["report", "--dir", str(REPO / "README.md")])
@@ -143,6 +146,7 @@ def test_the_recorded_comparison_is_rebuilt_by_tune_report(tmp_path: Path) -> No
         e["tuning_delta"] for e in recorded["engines"]]
 
 
+@pytest.mark.slow
 def test_debug_adds_the_traceback_not_another_exit_code(tmp_path: Path) -> None:
     workload = tmp_path / "w.yaml"
     workload.write_text(SMOKE.replace("ttft_p95_ms: 1000", "ttft_p95_s: 1"))
