@@ -30,6 +30,7 @@ from tuner.search.remeasure import Candidate, MeasuredRun, measure_interleaved
 from tuner.search.study import StudyProgress, run_search
 from tuner.search.study_config import StudyConfig
 from tuner.settings import Settings
+from tuner.tracking.runs_view import KIND_TAG, MODEL_TRAINING
 from tuner.validation import validate
 from tuner.workload.loader import load_workload
 
@@ -98,7 +99,8 @@ def log_to_mlflow(uri: str, name: str, comparison: Comparison, files: dict[str, 
         exp = client.get_experiment_by_name(name)
         location = local_artifacts(uri)
         exp_id = exp.experiment_id if exp else client.create_experiment(
-            name, artifact_location=location.resolve().as_uri() if location else None)
+            name, artifact_location=location.resolve().as_uri() if location else None,
+            tags={KIND_TAG: MODEL_TRAINING})
         tags = {"tuner.role": "compare", "tuner.verdict": comparison.verdict[:500]}
         tags.update({f"tuner.study_run.{s.engine}": s.study_run_id or "" for s in studies})
         run = client.create_run(exp_id, run_name=name, tags=tags)

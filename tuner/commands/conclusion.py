@@ -27,6 +27,7 @@ from tuner.search.remeasure_loop import Remeasurement
 from tuner.search.spend import spend_of
 from tuner.search.study import StudyProgress, results_summary
 from tuner.search.study_summary import StudySummary, TimeSplit, noise_floor
+from tuner.tracking.runs_view import review_line
 from tuner.workload.loader import workload_sha256
 
 
@@ -38,6 +39,15 @@ def ready_command(spec: EngineSpec, trial: TrialResult | None, model: str, serve
     return render(spec, {} if trial.defaults else trial.config, device=device, mode="process",
                   values={"python": "python", "model": model, "served_name": served,
                           "port": "8000", "host": "0.0.0.0"}).command_line()
+
+
+def lossy_unchecked(spec: EngineSpec, trial: TrialResult | None, *, checked: bool,
+                    device: Device) -> str:
+    """The lossy knobs the chosen configuration changes when no quality check looked at them
+    (``checked``: the workload has ``quality``); empty otherwise."""
+    if trial is None or trial.defaults or checked:
+        return ""
+    return ", ".join(f"{k}={v}" for k, v in spec.lossy_changes(trial.config, device).items())
 
 
 def conclude(prep: Prepared, state: StudyProgress, study: optuna.Study,
@@ -107,6 +117,15 @@ def conclude(prep: Prepared, state: StudyProgress, study: optuna.Study,
                   f"{shares['measurement']:.0%}, teardown {shares['teardown']:.0%}, tuner "
                   f"{shares['tuner']:.0%}")
     console.print(f"summary in {out}; MLflow: {cfg.tracking}")
+    console.print(review_line(cfg.tracking, tracker.runs_page()), soft_wrap=True,
+                  highlight=False)
+    unchecked = lossy_unchecked(spec, best_trial, checked=prep.workload.quality is not None,
+                                device=hw.device)
+    if unchecked:
+        console.print(f"the best configuration changes lossy knobs ({unchecked}); its answers "
+                      "were not compared with the defaults': give the workload quality: "
+                      "{min_token_agreement: 0.95} to check them", soft_wrap=True,
+                      highlight=False)
     if summary.spend_usd is not None:
         console.print(f"accelerator spend of the search: {money(summary.spend_usd)}",
                       highlight=False)

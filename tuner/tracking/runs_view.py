@@ -59,3 +59,12 @@ def runs_page(experiment_id: str) -> str:
     """Where the UI shows the study's trials (after the UI's address)."""
     return (f"#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}"
             "&workflowType=machine_learning")
+
+
+def review_line(tracking_uri: str, page: str) -> str:
+    """Where to see the study's trials: the tracking server's page, or how to serve a local
+    store and the page to open."""
+    if tracking_uri.startswith(("http://", "https://")):
+        return f"trials in MLflow: {tracking_uri.rstrip('/')}/{page}"
+    return (f"trials in MLflow: mlflow ui --backend-store-uri {tracking_uri}, then open "
+            f"http://127.0.0.1:5000/{page}")
