@@ -30,6 +30,8 @@ from tuner.search.study_folder import write_host
 from tuner.search.trial import TrialContext
 from tuner.settings import Settings
 from tuner.tracking.mlflow_tracker import MlflowTracker
+from tuner.tracking.outbox import FOLDER as OUTBOX
+from tuner.tracking.outbox import Outbox
 from tuner.workload.loader import load_workload, workload_sha256
 from tuner.workload.models import Workload
 
@@ -154,7 +156,8 @@ def prepare(cfg: StudyConfig, settings: Settings) -> Prepared:
     removed = launcher.cleanup_orphans()
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
     (cfg.run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
-    tracker = MlflowTracker(cfg.tracking, local_artifacts(cfg.tracking))
+    tracker = MlflowTracker(cfg.tracking, local_artifacts(cfg.tracking),
+                            outbox=Outbox(cfg.run_dir / OUTBOX))
     served = cfg.served_name or workload.model
     eng_version = engine_version(spec)
     write_host(cfg.run_dir, hardware=hw, served_name=served, image=image_ref,

@@ -1,6 +1,8 @@
 """``tune report --dir DIR``: a comparison's report rebuilt (a folder ``tune compare`` wrote),
 or a study's trade-offs (a folder ``tune`` wrote): its Pareto front of cost against p95 TTFT
-and p95 ITL as a table, the picks at its ends, and ``plots/pareto.png``. Runs nothing."""
+and p95 ITL as a table, the picks at its ends, and ``plots/pareto.png``; and what the study
+kept for a tracking server that was down (``tracking-pending/``) is logged there now. Runs
+nothing."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from tuner.metrics.cost import money
 from tuner.report.tradeoff_report import front_table, tradeoff_plot
 from tuner.search.pick import Pick, choose
 from tuner.search.study_folder import read_study_folder
+from tuner.tracking.mlflow_tracker import deliver_kept
 
 
 def report_command(folder: Path, console: Console) -> None:
@@ -30,6 +33,9 @@ def report_command(folder: Path, console: Console) -> None:
         raise ConfigError(f"{folder}: neither a comparison (inputs.json) nor a study (config.json)"
                           "; point --dir at a folder tune compare or tune wrote")
     study_report(folder, console)
+    kept = deliver_kept(folder)
+    if kept is not None:
+        console.print(kept, highlight=False, soft_wrap=True)
 
 
 def study_report(path: Path, console: Console) -> None:

@@ -109,6 +109,8 @@ def run_search(cfg: StudyConfig, ctx: TrialContext, tracker: Tracker, state: Stu
                          start_tracking=start_tracking)
     study = shared.study
     state.results = load_results(cfg, study)
+    tracker.catch_up([r for r in state.results
+                      if (_results_dir(cfg) / f"trial-{r.number:03d}.json").is_file()])
     search = _Search(cfg, ctx, tracker, state, study, shared.record)
     if cfg.parallel <= 1:
         search.worker(0)

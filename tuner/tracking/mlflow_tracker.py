@@ -8,6 +8,11 @@ the parent run and the study stores its id; every worker (on any host, against o
 server) nests its trials under that id. A resumed study without a stored id finds its parent
 run by the ``tuner.study`` tag and keeps adding to it.
 With the default local store (SQLite), artifacts go next to it in the run folder.
+
+With an outbox (:mod:`tuner.tracking.outbox`), every trial and the study's end are kept in the
+run folder first and delivered from there, each once (:mod:`tuner.tracking.delivery`): a
+tracking server that is down holds nothing up, and what it missed is logged when it answers
+again, by the same command run again, or by ``tune report --dir``.
 """
 
 from __future__ import annotations
@@ -26,6 +31,13 @@ from mlflow.tracking import MlflowClient
 from tuner.errors import StudyError
 from tuner.metrics.cost import money
 from tuner.search.outcome import TrialResult
+from tuner.tracking.delivery import (
+    deliver_end,
+    deliver_trial,
+    logged_trials,
+    reachable,
+)
+from tuner.tracking.outbox import FOLDER, Outbox, StudyEnd
 from tuner.tracking.runs_view import experiment_tags, runs_page
 
 log = logging.getLogger(__name__)
@@ -71,7 +83,8 @@ def quality_metrics(r: TrialResult) -> dict[str, float]:
 
 
 class MlflowTracker:
-    def __init__(self, tracking_uri: str, artifact_dir: Path | None = None) -> None:
+    def __init__(self, tracking_uri: str, artifact_dir: Path | None = None,
+                 outbox: Outbox | None = None) -> None:
         # MLflow sets its own logger to INFO when imported; its database-migration lines are
         # noise to a tuner's user (tuner's --debug still shows ours).
         logging.getLogger("mlflow").setLevel(logging.WARNING)
@@ -80,11 +93,16 @@ class MlflowTracker:
         self.client = MlflowClient(tracking_uri=tracking_uri)
         self.experiment_id = ""
         self.parent_id = ""
+        self.outbox = outbox
+        self.down = False
 
     def start_study(self, name: str, tags: dict[str, str], params: dict[str, str],
                     parent_id: str | None = None) -> str:
         """The study's parent run: ``parent_id`` (the one the study stored) when this store
         has it, else the run tagged with the study's name, else a new one."""
+        if not reachable(self.uri):
+            raise StudyError(f"MLflow at {self.uri} does not answer; start it, or give another "
+                             "--tracking-uri (or TUNER_TRACKING_URI)")
         try:
             if parent_id and self._join(parent_id):
                 self._mark_experiment()
@@ -136,12 +154,79 @@ class MlflowTracker:
         return True
 
     def log_trial(self, result: TrialResult) -> None:
+        if self.outbox is not None:
+            self._keep_target()
+            self.outbox.keep_trial(result)  # a full disk here stops the study: it is raised
+            self.deliver()
+            return
         try:
-            self._log_trial(result)
+            self.record_trial(result)
         except (MlflowException, OSError) as exc:
             log.warning("could not record trial %s in MLflow: %s", result.number, exc)
 
-    def _log_trial(self, r: TrialResult) -> None:
+    def catch_up(self, results: list[TrialResult]) -> None:
+        """Log the trials of ``results`` that MLflow does not have (a run stopped between
+        storing a trial and logging it), and whatever the outbox kept."""
+        if self.outbox is None or not (results or self.outbox.pending()):
+            return
+        try:
+            logged = logged_trials(self.client, self.experiment_id, self.parent_id) if \
+                reachable(self.uri) else None
+        except (MlflowException, OSError):
+            logged = None  # not known now: the outbox's own records still go
+        self._keep_target()
+        for r in results:
+            if logged is not None and r.number not in logged:
+                self.outbox.keep_trial(r)
+        self.deliver()
+
+    def _keep_target(self) -> None:
+        assert self.outbox is not None
+        target = self.outbox.target()
+        if target is None or (target.experiment_id, target.parent_id) != (self.experiment_id,
+                                                                          self.parent_id):
+            self.outbox.keep_target(self.uri, self.experiment_id, self.parent_id)
+
+    def deliver(self) -> bool:
+        """Log what the outbox holds, each record once; True when nothing is left. A server
+        that does not answer keeps it all there (said once per outage), the study going on."""
+        outbox = self.outbox
+        if outbox is None or outbox.pending() == 0:
+            return True
+        count = outbox.pending()
+        failed = self.send_kept(outbox)
+        if failed is not None:
+            if not self.down:
+                log.warning("MLflow at %s unreachable (%s); %d record(s) kept in %s, logged "
+                            "when it answers again, or by: tune report --dir %s", self.uri,
+                            failed, outbox.pending(), outbox.folder, outbox.folder.parent)
+            self.down = True
+            return False
+        if self.down:
+            log.warning("MLflow at %s answers again: %d kept record(s) logged", self.uri, count)
+        self.down = False
+        return True
+
+    def send_kept(self, outbox: Outbox) -> str | None:
+        """Deliver ``outbox``; None when all of it is logged, else why it stopped."""
+        try:
+            if not reachable(self.uri):
+                return "it does not answer"
+            logged = logged_trials(self.client, self.experiment_id, self.parent_id)
+            for r in outbox.trials():
+                deliver_trial(self.client, r, logged.get(r.number, []), self.record_trial)
+                outbox.delivered_trial(r.number)
+            end = outbox.end()
+            if end is not None:
+                deliver_end(self.client, self.parent_id, end)
+                outbox.delivered_end()
+        except Exception as exc:  # MLflow's, requests', sockets': none may stop the study
+            return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        outbox.tidy()
+        return None
+
+    def record_trial(self, r: TrialResult) -> None:
+        """Log one trial now (raises when MLflow fails)."""
         tags = {"mlflow.parentRunId": self.parent_id, "tuner.role": "trial",
                 "tuner.trial": str(r.number), "tuner.outcome": r.outcome,
                 "tuner.defaults": str(r.defaults).lower()}
@@ -216,6 +301,15 @@ class MlflowTracker:
 
     def finish_study(self, metrics: dict[str, float], artifacts: list[tuple[str, Path]],
                      texts: dict[str, str]) -> None:
+        if self.outbox is not None:
+            self._keep_target()
+            self.outbox.keep_end(StudyEnd(metrics=metrics, texts=texts, artifacts=[
+                (folder, str(path.resolve())) for folder, path in artifacts]))
+            if not self.deliver():
+                log.warning("the study's end is kept in %s for MLflow at %s; log it with: tune "
+                            "report --dir %s", self.outbox.folder, self.uri,
+                            self.outbox.folder.parent)
+            return
         try:
             now = int(time.time() * 1000)
             self.client.log_batch(self.parent_id, metrics=[Metric(k, float(v), now, 0)
@@ -231,3 +325,21 @@ class MlflowTracker:
         except (MlflowException, OSError) as exc:
             raise StudyError(f"MLflow at {self.uri}: could not finish the study run: "
                              f"{exc}") from exc
+
+
+def deliver_kept(run_dir: Path) -> str | None:
+    """Log what a run left in its outbox (``tune report --dir``); the line to say, None when
+    nothing was kept."""
+    outbox = Outbox(run_dir / FOLDER)
+    target = outbox.target()
+    count = outbox.pending()
+    if target is None or count == 0:
+        return None
+    tracker = MlflowTracker(target.uri, outbox=outbox)
+    tracker.experiment_id, tracker.parent_id = target.experiment_id, target.parent_id
+    failed = tracker.send_kept(outbox)
+    if failed is None:
+        return f"MLflow at {target.uri}: {count} record(s) kept by the study logged now"
+    return (f"MLflow at {target.uri} still unreachable ({failed}): {outbox.pending()} "
+            f"record(s) stay kept in {outbox.folder}; run this again once it answers")
+

@@ -1,0 +1,84 @@
+"""Delivering kept records to MLflow, each once, whatever happened to earlier attempts.
+
+A record may have been half delivered: a trial's run created, then the server went away before
+the run was finished; the study's end logged, then the answer lost. A trial's run is found by
+its tags (its number under the study's parent run): a finished one means the trial is there
+already; an unfinished one is the debris of an attempt that broke off, deleted before the
+trial is logged again. The study's end carries the time it was first kept, so its metrics are
+logged only where MLflow does not have that value at that time; its files land on the same
+paths again. Nothing is logged twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+from mlflow.entities import Metric, Run
+from mlflow.tracking import MlflowClient
+
+from tuner.search.outcome import TrialResult
+from tuner.tracking.outbox import StudyEnd
+
+FINISHED_STATES = ("FINISHED", "FAILED", "KILLED")
+HEALTH_TIMEOUT_S = 3.0
+
+
+def reachable(uri: str, timeout_s: float = HEALTH_TIMEOUT_S) -> bool:
+    """Whether a tracking server answers at all (a local store always does): asked before
+    MLflow's client is, whose retries would hold the study for minutes."""
+    if not uri.startswith(("http://", "https://")):
+        return True
+    try:
+        return httpx.get(uri.rstrip("/") + "/health", timeout=timeout_s).status_code < 500
+    except httpx.HTTPError:
+        return False
+
+
+def logged_trials(client: MlflowClient, experiment_id: str, parent_id: str
+                  ) -> dict[int, list[Run]]:
+    """The trial runs under the study's parent, by trial number."""
+    found: dict[int, list[Run]] = {}
+    token: str | None = None
+    query = f"tags.`tuner.role` = 'trial' and tags.`mlflow.parentRunId` = '{parent_id}'"
+    while True:
+        page = client.search_runs([experiment_id], filter_string=query, max_results=1000,
+                                  page_token=token)
+        for run in page:
+            number = run.data.tags.get("tuner.trial", "")
+            if number.isdigit():
+                found.setdefault(int(number), []).append(run)
+        token = page.token
+        if not token:
+            return found
+
+
+def deliver_trial(client: MlflowClient, result: TrialResult, logged: list[Run],
+                  record: Callable[[TrialResult], None]) -> bool:
+    """Log ``result`` with ``record`` unless a finished run of it is there; an unfinished one
+    (an attempt that broke off) is deleted first. True when it was logged now."""
+    if any(run.info.status in FINISHED_STATES for run in logged):
+        return False
+    for run in logged:
+        client.delete_run(run.info.run_id)
+    record(result)
+    return True
+
+
+def deliver_end(client: MlflowClient, parent_id: str, end: StudyEnd) -> None:
+    """The study's end on its parent run: metrics MLflow does not have yet (at that time),
+    files, texts, and the run finished."""
+    todo = []
+    for key, value in end.metrics.items():
+        history = client.get_metric_history(parent_id, key)
+        if not any(m.timestamp == end.timestamp_ms and m.value == value for m in history):
+            todo.append(Metric(key, float(value), end.timestamp_ms, 0))
+    if todo:
+        client.log_batch(parent_id, metrics=todo)
+    for folder, path in end.artifacts:
+        if Path(path).is_file():
+            client.log_artifact(parent_id, path, folder or None)
+    for name, text in end.texts.items():
+        client.log_text(parent_id, text, name)
+    client.set_terminated(parent_id, "FINISHED")
