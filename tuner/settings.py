@@ -37,8 +37,9 @@ class Settings(BaseSettings):
     )
     fake_engine: str | None = Field(
         default=None, description="TEST ONLY: 'module:attr' of a factory returning a "
-        "(launcher, measurer) pair used instead of the real ones, so that tests can run many "
-        "tuner processes on one study in seconds (tests/integration/fake_engine.py)")
+        "(launcher, measurer) pair used instead of the real ones (a measurer of None: the real "
+        "one), so that tests can run many tuner processes on one study, or faults around a "
+        "study, in seconds (tests/integration/fake_engine.py)")
 
     @property
     def models_dir(self) -> Path:

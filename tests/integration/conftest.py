@@ -4,7 +4,7 @@ tracking server backed by it."""
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import glob
 import os
 import shutil
@@ -108,6 +108,8 @@ def vllm_study(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> St
 class Postgres:
     port: int
     user: str
+    data: Path
+    as_user: list[str]
 
     def url(self, database: str) -> str:
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
@@ -116,6 +118,19 @@ class Postgres:
         with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
+
+    def stop(self) -> None:
+        """Stop the server (fast: its sessions are cut, as in a restart)."""
+        subprocess.run([*self.as_user, _pg_bin("pg_ctl"), "-D", str(self.data), "-m", "fast",
+                        "-w", "stop"], check=True, capture_output=True, timeout=60)
+
+    def start(self) -> None:
+        """Start it again, on the same port, with the same data."""
+        subprocess.run([*self.as_user, _pg_bin("pg_ctl"), "-D", str(self.data), "-l",
+                        str(self.data.parent / "server.log"), "-w", "-o",
+                        f"-p {self.port} -k {self.data.parent} -c listen_addresses=127.0.0.1 "
+                        "-c fsync=off -c max_connections=200", "start"],
+                       check=True, capture_output=True, text=True, timeout=120)
 
 
 def _pg_bin(tool: str) -> str:
@@ -139,23 +154,65 @@ def postgres() -> Iterator[Postgres]:
         as_user = ["runuser", "-u", "postgres", "--"]
         shutil.chown(folder, "postgres")
     data, port = folder / "data", free_port()
-    run = functools.partial(subprocess.run, check=True, capture_output=True, text=True,
-                            timeout=120)
+    server = Postgres(port=port, user="tuner", data=data, as_user=as_user)
     try:
-        run([*as_user, initdb, "-D", str(data), "-U", "tuner", "--auth=trust", "-E", "UTF8",
-             "--locale=C", "--no-sync"])
-        run([*as_user, pg_ctl, "-D", str(data), "-l", str(folder / "server.log"), "-w", "-o",
-             f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off "
-             "-c max_connections=200", "start"])
+        subprocess.run([*as_user, initdb, "-D", str(data), "-U", "tuner", "--auth=trust", "-E",
+                        "UTF8", "--locale=C", "--no-sync"], check=True, capture_output=True,
+                       text=True, timeout=120)
+        server.start()
     except subprocess.CalledProcessError as exc:
         shutil.rmtree(folder, ignore_errors=True)
         raise RuntimeError(f"PostgreSQL did not start: {exc.stderr}") from exc
     try:
-        yield Postgres(port=port, user="tuner")
+        yield server
     finally:
         subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"],
                        capture_output=True, timeout=60)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+class MlflowServer:
+    """A real ``mlflow server`` on a port of 127.0.0.1, serving (proxying) its artifact
+    store; stopped and started again on the same port and stores by a test."""
+
+    def __init__(self, store: str, folder: Path) -> None:
+        self.store, self.folder, self.port = store, folder, free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with (self.folder / "server.log").open("a") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", self.store,
+                 "--artifacts-destination", str(self.folder / "artifacts"),
+                 "--serve-artifacts", "--host", "127.0.0.1", "--port", str(self.port),
+                 "--workers", "1"],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("mlflow server did not start: "
+                                   + (self.folder / "server.log").read_text()[-2000:])
+            time.sleep(1)
+
+    def stop(self) -> None:
+        """Stop it and everything it started (its workers), as a host going down would."""
+        if self.process is None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        with contextlib.suppress(ProcessLookupError):  # a worker that outlived the master
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process = None
 
 
 @pytest.fixture(scope="module")
@@ -165,32 +222,9 @@ def mlflow_server(postgres: Postgres, tmp_path_factory: pytest.TempPathFactory
     artifact store; its URL."""
     store = postgres.create_database("mlflow").replace("postgresql://",
                                                        "postgresql+psycopg://")
-    folder = tmp_path_factory.mktemp("mlflow")
-    port = free_port()
-    with (folder / "server.log").open("w") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store,
-             "--artifacts-destination", str(folder / "artifacts"), "--serve-artifacts",
-             "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    server = MlflowServer(store, tmp_path_factory.mktemp("mlflow"))
+    server.start()
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("mlflow server did not start: "
-                                   + (folder / "server.log").read_text()[-2000:])
-            time.sleep(1)
-        yield url
+        yield server.url
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        server.stop()

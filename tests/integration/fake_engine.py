@@ -1,16 +1,26 @@
-"""TEST ONLY: the fake engine of tests/unit/fakes for `tune` processes that tests start
-(``TUNER_FAKE_ENGINE=tests.integration.fake_engine:make``), so that several tuner processes
-can run one shared study through a real PostgreSQL and a real MLflow server in seconds. Each
-trial holds its fake engine for ``TUNER_FAKE_TRIAL_S`` seconds (default 1). It proves nothing
-about engines; what it lets a test prove is the sharing of a study between processes."""
+"""TEST ONLY: engines for `tune` processes that tests start, in place of the real ones.
+
+``TUNER_FAKE_ENGINE=tests.integration.fake_engine:make``: the fake engine of tests/unit/fakes,
+so that several tuner processes can run one shared study through a real PostgreSQL and a real
+MLflow server in seconds. Each trial holds its fake engine for ``TUNER_FAKE_TRIAL_S`` seconds
+(default 1). It proves nothing about engines; what it lets a test prove is the sharing of a
+study between processes.
+
+``TUNER_FAKE_ENGINE=tests.integration.fake_engine:standin``: the real process launcher and the
+real measurer, the launcher starting the stand-in engine (tests/integration/standin_engine.py,
+a real process serving a real HTTP API) where the spec names vLLM: every fault around a trial
+(its process stopped, slow to start, its port taken, a full disk) happens to real processes,
+sockets and files, in seconds."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 
 from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
-from tuner.launch.base import EngineHandle
+from tuner.launch.base import EngineHandle, LaunchRequest
+from tuner.launch.process import ProcessHandle, ProcessLauncher
 from tuner.loadgen.records import RequestRecord
 from tuner.measurement.capacity import CapacityResult
 
@@ -24,3 +34,24 @@ class PacedMeasurer(FakeMeasurer):
 
 def make() -> tuple[FakeLauncher, PacedMeasurer]:
     return FakeLauncher(), PacedMeasurer()
+
+
+STANDIN_ARGV = ["{python}", "-m", "tests.integration.standin_engine", "--model", "{model}",
+                "--served-model-name", "{served_name}", "--host", "{host}", "--port", "{port}"]
+
+
+class StandinLauncher(ProcessLauncher):
+    """The process launcher, starting the stand-in engine with the trial's rendered knobs."""
+
+    def start(self, request: LaunchRequest) -> ProcessHandle:
+        spec = request.spec
+        assert spec.process is not None
+        process = spec.process.model_copy(update={"argv": STANDIN_ARGV, "requires": []})
+        return super().start(dataclasses.replace(
+            request, spec=spec.model_copy(update={"process": process})))
+
+
+def standin() -> tuple[StandinLauncher, None]:
+    """The stand-in engine with the real measurer (None: the tuner's own)."""
+    return StandinLauncher(), None
+

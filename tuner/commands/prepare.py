@@ -100,9 +100,9 @@ def local_artifacts(uri: str) -> Path | None:
     return None
 
 
-def fake_engine(settings: Settings) -> tuple[Launcher, Measurer] | None:
+def fake_engine(settings: Settings) -> tuple[Launcher, Measurer | None] | None:
     """TEST ONLY (``TUNER_FAKE_ENGINE=module:attr``): the launcher and measurer a test's
-    factory makes, in place of the real ones."""
+    factory makes, in place of the real ones (a measurer of None: the real one)."""
     if settings.fake_engine is None:
         return None
     module, _, attr = settings.fake_engine.partition(":")

@@ -122,7 +122,7 @@ def test_a_failure_on_a_full_disk_is_not_the_configuration_s(make_ctx: MakeConte
 def test_a_trial_whose_result_cannot_be_written_goes_back_to_the_queue(
         tmp_path: Path, make_ctx: MakeContext, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = config(tmp_path)
-    real = study_module.write_atomic
+    real = disk_space.write_atomic
 
     def write(path: Path, text: str) -> None:
         if path.name == "trial-001.json":

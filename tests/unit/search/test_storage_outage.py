@@ -8,7 +8,7 @@ demand; a real PostgreSQL restarted under a study is tests/integration/test_outa
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -182,21 +182,19 @@ def test_what_counts_as_the_database_gone(error: BaseException, expected: bool) 
     assert unreachable(error) is expected
 
 
-def test_heartbeats_are_tried_once(tmp_path: Path) -> None:
+def test_heartbeats_are_tried_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     clock = Clock()
     store, flaky = storage(tmp_path, clock)
     study = study_on(store)
     trial = study.ask()
     calls: list[int] = []
-    real: Callable[[int], None] = flaky.record_heartbeat
 
     def beat(trial_id: int) -> None:
         calls.append(trial_id)
         raise dropped()
 
-    flaky.record_heartbeat = beat  # type: ignore[method-assign]  # a beat into the outage
+    monkeypatch.setattr(flaky, "record_heartbeat", beat)  # a beat into the outage
     with pytest.raises(StorageInternalError):
         store.record_heartbeat(trial._trial_id)
     assert calls == [trial._trial_id]
     assert clock.slept == []
-    flaky.record_heartbeat = real  # type: ignore[method-assign]

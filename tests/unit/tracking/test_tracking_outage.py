@@ -10,6 +10,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
 from tuner.errors import StudyError
@@ -116,7 +117,7 @@ def test_an_attempt_that_broke_off_is_replaced_not_doubled(store: str, tmp_path:
     # And the study's end was logged once already, its answer lost.
     end = StudyEnd(metrics={"wall_s": 3.0})
     tracker.client.log_batch(tracker.parent_id, metrics=[
-        mlflow_tracker.Metric("wall_s", 3.0, end.timestamp_ms, 0)])
+        Metric("wall_s", 3.0, end.timestamp_ms, 0)])
     outbox.keep_end(end)
     assert tracker.deliver()
     runs = client.search_runs([tracker.experiment_id], "tags.`tuner.role` = 'trial'")

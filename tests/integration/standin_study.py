@@ -1,0 +1,90 @@
+"""A `tune` study on the stand-in engine (tests/integration/standin_engine.py), run as a real
+process with real engines, files and servers, for the tests that inject faults around it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data"
+STUDY = "faults"
+
+
+def standin_env(state: Path, **extra: str) -> dict[str, str]:
+    """The environment of a `tune` whose engines are stand-ins; ``state`` is the stand-ins'
+    folder (which start is the first), ``extra`` their STANDIN_* settings."""
+    return {**os.environ, "TUNER_FAKE_ENGINE": "tests.integration.fake_engine:standin",
+            "TUNER_PIN_CORES": "0", "PYTHONPATH": str(REPO), "STANDIN_STATE_DIR": str(state),
+            **extra}
+
+
+def tune_command(model: Path, out: Path, trials: int, *options: str) -> list[str]:
+    return [sys.executable, "-m", "tuner", "--engine", "vllm",
+            "--workload", str(DATA / "workload-faults.yaml"),
+            "--search-space", str(DATA / "space-ci.yaml"), "--model", str(model),
+            "--trials", str(trials), "--remeasure-top", "0", "--out", str(out),
+            "--study-name", STUDY, "--heartbeat", "1", *options]
+
+
+def start(cmd: list[str], folder: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """``cmd`` running in ``folder``, its output in out.txt and err.txt there."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(cmd, cwd=folder, env=env, text=True,
+                            stdout=(folder / "out.txt").open("w"),
+                            stderr=(folder / "err.txt").open("w"))
+
+
+def errors_of(folder: Path) -> str:
+    return (folder / "err.txt").read_text()
+
+
+def wait_for(check: Callable[[], object], timeout: float, what: str,
+             tune: subprocess.Popen[str] | None = None, folder: Path | None = None) -> None:
+    """Wait for ``check``; fail at the timeout, or at once if ``tune`` has exited."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if tune is not None and tune.poll() is not None:
+            tail = errors_of(folder)[-3000:] if folder is not None else ""
+            pytest.fail(f"tune exited ({tune.returncode}) before {what}:\n{tail}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def engines_of(owner: int) -> list[psutil.Process]:
+    """Engine processes started by the tuner with pid ``owner`` (they carry its marker)."""
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.environ().get("TUNER_OWNER_PID") == str(owner):
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def trials(run_dir: Path) -> dict[int, dict[str, Any]]:
+    """This host's finished trials, as their files hold them (each must parse whole)."""
+    return {int(p.stem.split("-")[1]): json.loads(p.read_text())
+            for p in sorted((run_dir / "trials").glob("trial-*.json"))}
+
+
+def launched(run_dir: Path) -> dict[int, dict[str, Any]]:
+    return {n: t for n, t in trials(run_dir).items() if not t["rejected_before_launch"]}
