@@ -1,12 +1,12 @@
 """Write a request log drawn from a known workload, as a Mooncake trace (the log to fit).
 
 The known workload, drawn here with numpy and not by the tool's own planner (so the fit is
-not checked against its own sampling): 540 requests over 90 s, gamma arrivals with an
-inter-arrival CV of 1.5; three quarters chat (own tokens lognormal, median 150, sigma 0.5,
-clipped to 16-800; output normal 60 +- 15, 8-128), a quarter documents (own tokens uniform
-1200-2000; output 32); 70% of requests start with one of three shared 1024-token system
-prompts (two 512-token blocks each). Each request's blocks are its `hash_ids`: the system
-prompt's two ids, then ids of its own.
+not checked against its own sampling): 6 requests/s for --duration seconds (150: 900
+requests), gamma arrivals with an inter-arrival CV of 1.5; three quarters chat (own tokens
+lognormal, median 150, sigma 0.5, clipped to 16-800; output normal 60 +- 15, 8-128), a
+quarter documents (own tokens uniform 1200-2000; output 32); 70% of requests start with one
+of three shared 1024-token system prompts (two 512-token blocks each). Each request's blocks
+are its `hash_ids`: the system prompt's two ids, then ids of its own.
 
 Run: .venv/bin/python experiments/workload-fit/make_log.py [--out log.jsonl]
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).parent
-RATE, DURATION_S, CV = 6.0, 90.0, 1.5
+RATE, CV = 6.0, 1.5
 BLOCK, PREFIX_BLOCKS, GROUPS, SHARE = 512, 2, 3, 0.7
 
 
@@ -29,9 +29,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, default=HERE / "log.jsonl")
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--duration", type=float, default=150.0)
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
-    n = int(RATE * DURATION_S)
+    n = int(RATE * args.duration)
     shape = 1 / CV**2
     gaps = rng.gamma(shape, 1 / (RATE * shape), n)
     times = np.cumsum(gaps) - gaps[0]

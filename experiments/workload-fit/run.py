@@ -3,14 +3,16 @@
 1. `make_log.py` draws a request log (a Mooncake trace) from a known workload.
 2. `tune workload fit --from log.jsonl` fits a workload to it (fitted.yaml, its report).
 3. The log replayed as a trace (`original.yaml`, its exact send times, lengths and prefix
-   blocks) and the fitted workload (same duration, its own sampled traffic) are each run by
-   `tune bench` against a vLLM started fresh for every run (the engine's defaults, prefix
-   caching on, so no run finds another's prompts cached), in the order original, fitted,
-   original, fitted, ...: output-token throughput and p95 TTFT side by side, with the
-   original-vs-original spread as the noise floor.
+   blocks) and the fitted workload (same duration; round n samples its traffic with seed n,
+   since the log is one draw of its process and the fitted workload is the process) are each
+   run by `tune bench` against a vLLM started fresh for every run (the engine's defaults,
+   prefix caching on, so no run finds another's prompts cached), in the order original,
+   fitted, original, fitted, ...: output-token throughput and p95 TTFT side by side, with the
+   original-vs-original spread as the server's noise and the spread over the fitted
+   workload's seeds as the sampling noise of one log's length.
 
 Run (from the repository root, after `bash .ci/setup`; about 3 minutes a run on 2 cores):
-    .venv/bin/python experiments/workload-fit/run.py [--rounds 2] [--out DIR]
+    .venv/bin/python experiments/workload-fit/run.py [--rounds 3] [--out DIR]
 It prints the table kept in results.txt.
 """
 
@@ -96,7 +98,7 @@ def bench(workload: Path, result: Path) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=HERE / "run")
     args = parser.parse_args()
     if args.out.exists():
@@ -104,7 +106,10 @@ def main() -> None:
     original, fitted, span_s = prepare(args.out)
     rows: list[tuple[str, dict[str, Any]]] = []
     for n in range(1, args.rounds + 1):
-        for name, workload in (("original", original), ("fitted", fitted)):
+        seeded = args.out / f"fitted-seed{n}.yaml"
+        seeded.write_text(yaml.safe_dump({**yaml.safe_load(fitted.read_text()), "seed": n},
+                                         sort_keys=False))
+        for name, workload in (("original", original), ("fitted", seeded)):
             rows.append((f"{name} {n}", bench(workload, args.out / f"{name}-{n}.json")))
     vllm = subprocess.run([sys.executable, "-c", "import vllm; print(vllm.__version__)"],
                           capture_output=True, text=True).stdout.strip()
@@ -123,9 +128,10 @@ def main() -> None:
         orig = [value(s) for name, s in rows if name.startswith("original")]
         fit = [value(s) for name, s in rows if name.startswith("fitted")]
         mean_o, mean_f = sum(orig) / len(orig), sum(fit) / len(fit)
-        spread = (max(orig) - min(orig)) / mean_o
+        spread_o = (max(orig) - min(orig)) / mean_o
+        spread_f = (max(fit) - min(fit)) / mean_f
         print(f"{label}: fitted/original {mean_f / mean_o:.3f} (means of {len(orig)} runs "
-              f"each); original run to run {spread:.1%}")
+              f"each); original run to run {spread_o:.1%}, fitted seed to seed {spread_f:.1%}")
 
 
 if __name__ == "__main__":
