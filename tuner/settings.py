@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -59,3 +60,17 @@ def hf_cache_dirs() -> list[Path]:
         if hub not in dirs:
             dirs.append(hub)
     return dirs
+
+
+def without_password(url: str) -> str:
+    """``url`` with the password of its user info removed (``postgresql://u:pw@h/db`` ->
+    ``postgresql://u@h/db``): what the tuner writes or shows of a storage or tracking URL.
+    Credentials stay where the user gave them."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))

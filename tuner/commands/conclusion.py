@@ -27,6 +27,7 @@ from tuner.search.remeasure_loop import Remeasurement
 from tuner.search.spend import spend_of
 from tuner.search.study import StudyProgress, results_summary
 from tuner.search.study_summary import StudySummary, TimeSplit, noise_floor
+from tuner.settings import without_password
 from tuner.tracking.runs_view import review_line
 from tuner.workload.loader import workload_sha256
 
@@ -116,8 +117,9 @@ def conclude(prep: Prepared, state: StudyProgress, study: optuna.Study,
     console.print(f"time: {wall:.0f}s in all; start-up {shares['startup']:.0%}, measurement "
                   f"{shares['measurement']:.0%}, teardown {shares['teardown']:.0%}, tuner "
                   f"{shares['tuner']:.0%}")
-    console.print(f"summary in {out}; MLflow: {cfg.tracking}")
-    console.print(review_line(cfg.tracking, tracker.runs_page()), soft_wrap=True,
+    shown = without_password(cfg.tracking)
+    console.print(f"summary in {out}; MLflow: {shown}")
+    console.print(review_line(shown, tracker.runs_page()), soft_wrap=True,
                   highlight=False)
     unchecked = lossy_unchecked(spec, best_trial, checked=prep.workload.quality is not None,
                                 device=hw.device)

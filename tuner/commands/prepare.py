@@ -28,7 +28,7 @@ from tuner.search.space import SearchSpace, load_search_space
 from tuner.search.study_config import StudyConfig
 from tuner.search.study_folder import write_host
 from tuner.search.trial import TrialContext
-from tuner.settings import Settings
+from tuner.settings import Settings, without_password
 from tuner.tracking.mlflow_tracker import MlflowTracker
 from tuner.tracking.outbox import FOLDER as OUTBOX
 from tuner.tracking.outbox import Outbox
@@ -155,7 +155,10 @@ def prepare(cfg: StudyConfig, settings: Settings) -> Prepared:
         image, image_ref = f"{found['image']} ({found['image_digest']})", found["image"]
     removed = launcher.cleanup_orphans()
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
-    (cfg.run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
+    (cfg.run_dir / "config.json").write_text(cfg.model_copy(update={  # no password written
+        "storage": cfg.storage and without_password(cfg.storage),
+        "tracking_uri": cfg.tracking_uri and without_password(cfg.tracking_uri),
+    }).model_dump_json(indent=2))
     tracker = MlflowTracker(cfg.tracking, local_artifacts(cfg.tracking),
                             outbox=Outbox(cfg.run_dir / OUTBOX))
     served = cfg.served_name or workload.model

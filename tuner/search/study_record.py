@@ -3,7 +3,9 @@
 The record is written once, by the process that creates the study, into the study's user
 attributes: the engine, the workload's and the search space's YAML text, the model, the
 budget (trials and a wall-clock deadline), the sampler and its seed, the configurations to try
-first, the heartbeat and the MLflow tracking URI with the study's parent run. A worker on
+first, the heartbeat and the MLflow tracking URI (without a password it may carry: a worker
+gives its own credentials, in its --tracking-uri or as MLflow's MLFLOW_TRACKING_* variables)
+with the study's parent run. A worker on
 another host rebuilds its :class:`StudyConfig` from it; what stays per host (launcher,
 ``--parallel``, output folder, GPU pool, engine caches) comes from the worker's own options.
 """
@@ -20,6 +22,7 @@ from tuner import __version__
 from tuner.errors import ConfigError
 from tuner.search.space import space_file
 from tuner.search.study_config import StudyConfig
+from tuner.settings import without_password
 from tuner.validation import StrictModel, validate
 
 RECORD_ATTR = "tuner.study"
@@ -70,7 +73,7 @@ def record_of(cfg: StudyConfig, parent_run_id: str | None,
         intensify=cfg.intensify, remeasure_top=cfg.remeasure_top,
         remeasure_repeats=cfg.remeasure_repeats, enqueue=cfg.enqueue, device=cfg.device,
         startup_timeout_s=cfg.startup_timeout_s, workers=cfg.workers,
-        heartbeat_s=cfg.heartbeat_s, tracking_uri=cfg.tracking,
+        heartbeat_s=cfg.heartbeat_s, tracking_uri=without_password(cfg.tracking),
         mlflow_parent_run_id=parent_run_id)
 
 

@@ -31,6 +31,7 @@ from mlflow.tracking import MlflowClient
 from tuner.errors import StudyError
 from tuner.metrics.cost import money
 from tuner.search.outcome import TrialResult
+from tuner.settings import without_password
 from tuner.tracking.delivery import (
     deliver_end,
     deliver_trial,
@@ -89,6 +90,7 @@ class MlflowTracker:
         # noise to a tuner's user (tuner's --debug still shows ours).
         logging.getLogger("mlflow").setLevel(logging.WARNING)
         self.uri = tracking_uri
+        self.shown = without_password(tracking_uri)  # in messages: no password
         self.artifact_dir = artifact_dir
         self.client = MlflowClient(tracking_uri=tracking_uri)
         self.experiment_id = ""
@@ -101,7 +103,7 @@ class MlflowTracker:
         """The study's parent run: ``parent_id`` (the one the study stored) when this store
         has it, else the run tagged with the study's name, else a new one."""
         if not reachable(self.uri):
-            raise StudyError(f"MLflow at {self.uri} does not answer; start it, or give another "
+            raise StudyError(f"MLflow at {self.shown} does not answer; start it, or give another "
                              "--tracking-uri (or TUNER_TRACKING_URI)")
         try:
             if parent_id and self._join(parent_id):
@@ -128,7 +130,7 @@ class MlflowTracker:
                 self.client.log_batch(self.parent_id,
                                       params=[_param(k, v) for k, v in params.items()])
         except MlflowException as exc:
-            raise StudyError(f"MLflow at {self.uri}: {exc.message}") from exc
+            raise StudyError(f"MLflow at {self.shown}: {exc.message}") from exc
         return self.parent_id
 
     def _mark_experiment(self) -> None:
@@ -148,7 +150,7 @@ class MlflowTracker:
             run = self.client.get_run(parent_id)
         except MlflowException:
             log.warning("MLflow at %s has no run %s (the study's parent); using the study's "
-                        "run in this store", self.uri, parent_id)
+                        "run in this store", self.shown, parent_id)
             return False
         self.experiment_id, self.parent_id = run.info.experiment_id, parent_id
         return True
@@ -198,12 +200,13 @@ class MlflowTracker:
         if failed is not None:
             if not self.down:
                 log.warning("MLflow at %s unreachable (%s); %d record(s) kept in %s, logged "
-                            "when it answers again, or by: tune report --dir %s", self.uri,
+                            "when it answers again, or by: tune report --dir %s", self.shown,
                             failed, outbox.pending(), outbox.folder, outbox.folder.parent)
             self.down = True
             return False
         if self.down:
-            log.warning("MLflow at %s answers again: %d kept record(s) logged", self.uri, count)
+            log.warning("MLflow at %s answers again: %d kept record(s) logged", self.shown,
+                        count)
         self.down = False
         return True
 
@@ -307,7 +310,7 @@ class MlflowTracker:
                 (folder, str(path.resolve())) for folder, path in artifacts]))
             if not self.deliver():
                 log.warning("the study's end is kept in %s for MLflow at %s; log it with: tune "
-                            "report --dir %s", self.outbox.folder, self.uri,
+                            "report --dir %s", self.outbox.folder, self.shown,
                             self.outbox.folder.parent)
             return
         try:
@@ -323,7 +326,7 @@ class MlflowTracker:
                 self.client.log_artifacts(self.parent_id, tmp)
             self.client.set_terminated(self.parent_id, "FINISHED")
         except (MlflowException, OSError) as exc:
-            raise StudyError(f"MLflow at {self.uri}: could not finish the study run: "
+            raise StudyError(f"MLflow at {self.shown}: could not finish the study run: "
                              f"{exc}") from exc
 
 

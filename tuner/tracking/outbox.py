@@ -13,12 +13,12 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field
 
 from tuner.disk_space import write_atomic
 from tuner.search.outcome import TrialResult
+from tuner.settings import without_password
 
 FOLDER = "tracking-pending"
 
@@ -40,18 +40,6 @@ class StudyEnd(BaseModel):
     artifacts: list[tuple[str, str]] = Field(default_factory=list,
                                              description="(folder in the run, file)")
     texts: dict[str, str] = Field(default_factory=dict, description="file name -> text")
-
-
-def without_password(uri: str) -> str:
-    """``uri`` with the password of its user info removed (``http://u:pw@h`` -> ``http://u@h``)."""
-    parts = urlsplit(uri)
-    if parts.password is None:
-        return uri
-    host = parts.hostname or ""
-    netloc = f"{parts.username}@{host}" if parts.username else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 class Outbox:
