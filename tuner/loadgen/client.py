@@ -10,6 +10,13 @@ JSON.
 Every failure becomes ``record.error``; only cancellation propagates (after the record says
 so). A request served other than planned says so in ``record.mismatch``; one whose forced
 output was cut short is an error.
+
+A hostile or broken server cannot make a request hold more than a bounded amount of memory:
+an event longer than ``MAX_EVENT_BYTES`` (a huge chunk, a body that is not server-sent
+events) ends the request with an error, and so does a stream that goes on past twice the
+tokens asked for (``max_tokens``: an endless stream); an error's body is read up to
+``ERROR_BODY_BYTES``. A body that holds no event is an error that shows how it began (a wrong
+content type). The request's timeout bounds the rest.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from tuner.loadgen.sse import DONE, SseSplitter, ends_with_done, last_int, paylo
 from tuner.workload.plan import PlannedRequest
 
 Api = Literal["completions", "chat"]
+MAX_EVENT_BYTES = 2**20
+ERROR_BODY_BYTES = 400
 
 
 @dataclass(frozen=True)
@@ -85,24 +94,42 @@ def plan_mismatch(rec: RequestRecord, caps: ServerCaps) -> str | None:
 class Reading:
     """One response being read: each network read's bytes in, the record filled."""
 
-    __slots__ = ("caps", "rec", "split", "counted")
+    __slots__ = ("caps", "rec", "split", "counted", "tokens", "most", "head", "events")
 
     def __init__(self, caps: ServerCaps, rec: RequestRecord) -> None:
         self.caps, self.rec = caps, rec
         self.split = SseSplitter()
         self.counted = 0
+        self.tokens = 0
+        self.most = 2 * rec.planned_output_tokens + 16
+        """Tokens past which a stream is endless (a server honours ``max_tokens``)."""
+        self.head = b""
+        self.events = False
 
     def read(self, chunk: bytes, now: int) -> bool:
         """One read's bytes, arrived at ``now``; True once the response is over ([DONE], or
         an error the record now holds)."""
+        if not self.head:
+            self.head = chunk[:60]
         block = self.split.feed(chunk)
+        rec = self.rec
+        if len(self.split.pending) > MAX_EVENT_BYTES:
+            rec.error = (f"an event longer than {MAX_EVENT_BYTES // 2**20} MiB: not OpenAI-style "
+                         "server-sent events")
+            return True
         if not block:
             return False
-        rec = self.rec
+        if not self.events:
+            self.events = b"data:" in block
         try:
             tokens, text = self._count(block)
         except ValueError as exc:
             rec.error = str(exc)
+            return True
+        self.tokens += tokens
+        if self.tokens > self.most:
+            rec.error = (f"the stream went on past {self.tokens} tokens, "
+                         f"{rec.planned_output_tokens} asked for (max_tokens): an endless stream")
             return True
         if tokens > 0 or text:
             if rec.first_token_ns is None:
@@ -119,6 +146,11 @@ class Reading:
         output still counts, one cut short of a forced length does not."""
         rec = self.rec
         if rec.done_ns is not None or rec.error is not None:
+            return
+        if not self.events:
+            began = self.head.decode("utf-8", "replace")
+            rec.error = (f"no server-sent event with data: the body began {began!r}" if began
+                         else "an empty body: no server-sent event with data")
             return
         if self.caps.forces_output_length and rec.generated < req.output_tokens:
             rec.error = (f"stream ended without [DONE] after {rec.generated} of "
@@ -245,9 +277,9 @@ class StreamClient:
         refused = bytearray()
 
         def on_data(status: int, chunk: bytes) -> bool:
-            if status != 200:
-                refused.extend(chunk[:400])
-                return False
+            if status != 200:  # what the server said, not all it sends
+                refused.extend(chunk[:ERROR_BODY_BYTES - len(refused)])
+                return len(refused) >= ERROR_BODY_BYTES
             return reading.read(chunk, time.perf_counter_ns() - t0_ns)
 
         rec.status = await self._raw.post(self._path, body, on_data)
@@ -259,12 +291,23 @@ class StreamClient:
         async with self._http.stream("POST", self._path, content=body) as resp:
             rec.status = resp.status_code
             if resp.status_code != 200:
-                text = (await resp.aread()).decode("utf-8", "replace")
-                rec.error = f"HTTP {resp.status_code}: {text[:200]}"
+                rec.error = f"HTTP {resp.status_code}: {(await error_body(resp))[:200]}"
                 return
             async for chunk in resp.aiter_raw():
                 if reading.read(chunk, time.perf_counter_ns() - t0_ns):
                     return
+
+
+async def error_body(resp: httpx.Response) -> str:
+    """The start of an error's body: what the server said, not all it may send."""
+    if resp.is_stream_consumed:
+        return resp.content[:ERROR_BODY_BYTES].decode("utf-8", "replace")
+    said = bytearray()
+    async for chunk in resp.aiter_raw():
+        said.extend(chunk[:ERROR_BODY_BYTES - len(said)])
+        if len(said) >= ERROR_BODY_BYTES:
+            break
+    return said.decode("utf-8", "replace")
 
 
 def parse_event(payload: bytes) -> dict[str, Any]:

@@ -72,8 +72,13 @@ class _Connection(asyncio.Protocol):
         self._finish(None)
 
     def _flush(self) -> bool:
-        """Hand the body bytes parsed so far to ``on_data``; what it answered (False: none)."""
-        if not self._body or self.on_data is None:
+        """Hand the body bytes parsed so far to ``on_data``; what it answered (False: none).
+        Bytes that come after the caller had what it wanted are dropped, not kept: a server
+        may go on sending."""
+        if not self._body:
+            return False
+        if self.on_data is None:
+            self._body.clear()
             return False
         body = bytes(self._body)
         self._body.clear()
