@@ -145,7 +145,7 @@ def test_the_runs_page_lists_every_trial_with_its_cost(store: str, ui: str,
         assert re.fullmatch(r"trial-\d{3} [a-z_]+( \$[0-9.e+-]+/M)?", run.info.run_name or "")
     # the table's columns are the study's view: its cost column shows each feasible cost
     shown = [float(t) for t in cells(browser, "metrics.`cost_per_m_output_tokens`")
-             if re.fullmatch(r"[0-9.e+-]+", t)]
+             if re.fullmatch(r"\d[\d.]*(e[+-]?\d+)?", t)]
     for cost in costs.values():  # as the table rounds it
         assert any(abs(v - cost) <= 1e-2 * cost for v in shown), (cost, shown)
     for key in ("max_load", "ttft_p95_ms", "itl_p95_ms"):  # the other columns of the view
