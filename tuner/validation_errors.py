@@ -2,12 +2,15 @@
 
 Of all the problems pydantic found, the first shown is the one the user most likely made:
 an unknown key (with the closest valid name, since a misspelt key also makes a required one
-"missing"), then a value they wrote, then a key they left out. Each says what to do.
+"missing"), then a value they wrote, then a key they left out; among values, the one deepest in
+what they wrote (of a union's members, the one that took the value's shape). Each says what to
+do. A path shows the user's keys only, not the union members pydantic tried.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 import types
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -15,6 +18,9 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 _RANK = {"extra_forbidden": 0, "missing": 2}
+_MEMBER = re.compile(r"^(bool|int|float|str|bytes|none|[a-z-]+\[.*\])$")
+"""What pydantic puts in a location for the member of a plain union it tried (``int``,
+``dict[...]``, ``nullable[...]``) or a dict's key (``[key]``): no key of the user's."""
 
 
 def describe_validation_error(exc: ValidationError, source: str,
@@ -27,15 +33,17 @@ def describe_validation_error(exc: ValidationError, source: str,
     # A required key a misspelt one stands for is the same mistake, not one more.
     meant = {(*_loc(e)[:-1], s) for e in errors if (s := suggestions.get(_loc(e)))}
     errors = [e for e in errors if not (e["type"] == "missing" and _loc(e) in meant)]
-    errors.sort(key=lambda e: _RANK.get(e["type"], 1))
+    errors.sort(key=lambda e: (_RANK.get(e["type"], 1), -len(_loc(e))))
     parts = [_one(e, suggestions.get(_loc(e))) for e in errors]
     more = f" (and {len(parts) - 1} more)" if len(parts) > 1 else ""
     return f"{source}: {parts[0]}{more}"
 
 
 def _loc(err: ErrorDetails) -> tuple[str | int, ...]:
-    # Validators wrap a type as function-after[...]: not a key the user wrote.
-    return tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    # Validators wrap a type as function-after[...], unions name the member they tried, a
+    # dict's key is [key]: none is a key the user wrote.
+    return tuple(p for p in err["loc"] if not (isinstance(p, str) and (
+        p.startswith("function-") or p == "[key]" or _MEMBER.match(p))))
 
 
 def _one(err: ErrorDetails, suggestion: str | None) -> str:

@@ -23,6 +23,7 @@ from tuner.launch.docker import DockerLauncher
 from tuner.launch.gpus import GpuPool
 from tuner.launch.process import ProcessLauncher
 from tuner.loadgen.progress import Progress
+from tuner.search.enqueued import check_enqueued
 from tuner.search.measurer import HttpMeasurer, Measurer
 from tuner.search.space import SearchSpace, load_search_space
 from tuner.search.study_config import StudyConfig
@@ -147,6 +148,7 @@ def prepare(cfg: StudyConfig, settings: Settings) -> Prepared:
     model = load_model_info(cfg.model)
     space = space.for_host(hw, model, cfg.parallel).for_mode(
         spec, "container" if cfg.launcher == "docker" else "process")
+    check_enqueued(cfg.enqueue, spec, space)
     fake = fake_engine(settings)
     launcher = fake[0] if fake is not None else make_launcher(cfg, settings)
     image, image_ref = "none", None
