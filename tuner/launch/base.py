@@ -75,6 +75,11 @@ class EngineHandle(ABC):
     def metrics_url(self) -> str | None:
         return None
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the engine has used so far, all its processes (None: not known here). A
+        busy engine uses it; a stopped or deadlocked one does not (``launch.liveness``)."""
+        return None
+
     def describe(self) -> dict[str, Any]:
         """What to record about this launch (no secrets)."""
         return {"command": self.rendered.command_line()}

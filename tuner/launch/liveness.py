@@ -4,11 +4,13 @@ An engine can stop answering without exiting: a deadlock, a wedged accelerator, 
 container stopped (SIGSTOP, a frozen cgroup). Its requests would wait for their own timeout
 (``request_timeout_s``, minutes), step after step. While an engine is measured,
 :func:`unless_hung` watches it: it is hung once, for ``silence_s``, no request brought a token
-(``activity`` did not move) and its health path did not answer. The measurement is then
-cancelled and :class:`EngineHung` raised; the trial ends ``hung`` and its engine is stopped as
-every trial's is. A busy engine whose health check waits behind its work (llama-cpp-python
-serves one request at a time, its model list included) is not hung while tokens arrive; an
-engine that exited is left to the crash checks between steps.
+(``activity`` did not move), its health path did not answer and, where its launcher can tell,
+its processes used no CPU to speak of. The measurement is then cancelled and
+:class:`EngineHung` raised; the trial ends ``hung`` and its engine is stopped as every trial's
+is. A busy engine whose health check waits behind its work (llama-cpp-python serves one
+request at a time, its model list included, and a long prompt's prefill brings no token for a
+while) is not hung while tokens arrive or it computes; an engine that exited is left to the
+crash checks between steps.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_POLL_S = 5.0
+BUSY_SHARE = 0.1
+"""An engine that used at least this share of a core between two looks is working."""
 
 
 def poll_interval(silence_s: float) -> float:
@@ -64,15 +68,19 @@ async def watch_engine(handle: EngineHandle, health_url: str, activity: Callable
     :class:`EngineHung` once it has been silent for ``silence_s``."""
     loop = asyncio.get_running_loop()
     poll = poll_interval(silence_s)
-    seen, last_sign = activity(), loop.time()
+    seen, last_sign, cpu = activity(), loop.time(), None
     async with httpx.AsyncClient(timeout=httpx.Timeout(poll, connect=min(poll, 2.0))) as http:
         while True:
             await asyncio.sleep(poll)
             moved = activity()
             if moved != seen:
-                seen, last_sign = moved, loop.time()
+                seen, last_sign, cpu = moved, loop.time(), None
                 continue
             if await _answers(http, health_url):
+                last_sign, cpu = loop.time(), None
+                continue
+            used, cpu = cpu, handle.cpu_seconds()  # asked only of an engine that is silent
+            if used is not None and cpu is not None and cpu - used >= BUSY_SHARE * poll:
                 last_sign = loop.time()
                 continue
             silent = loop.time() - last_sign

@@ -128,6 +128,19 @@ class ProcessHandle(EngineHandle):
     def exit_code(self) -> int | None:
         return self._proc.poll()
 
+    def cpu_seconds(self) -> float | None:
+        try:
+            main = psutil.Process(self._proc.pid)
+            family = [main, *main.children(recursive=True)]
+        except psutil.Error:
+            return None
+        total = 0.0
+        for proc in family:
+            with contextlib.suppress(psutil.Error):
+                times = proc.cpu_times()
+                total += times.user + times.system
+        return total
+
     def stop(self, grace_s: float = 20.0) -> None:
         if self._stopped:
             return

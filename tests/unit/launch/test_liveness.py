@@ -103,6 +103,26 @@ def test_an_engine_that_streams_while_its_health_check_waits_is_not_hung(
     assert done == "measured"
 
 
+class Computing(Handle):
+    """An engine in a long prefill: no token yet, its health check waiting behind the work,
+    its processes busy."""
+
+    def __init__(self, base_url: str, log_path: Path) -> None:
+        super().__init__(base_url, log_path)
+        self.used = 0.0
+
+    def cpu_seconds(self) -> float | None:
+        self.used += 1.0
+        return self.used
+
+
+def test_an_engine_that_computes_in_silence_is_not_hung(silent: str, tmp_path: Path) -> None:
+    done = asyncio.run(unless_hung(Work(4 * SILENCE_S).run(),
+                                   Computing(silent, tmp_path / "log"), "/health", lambda: 0,
+                                   SILENCE_S))
+    assert done == "measured"
+
+
 def test_an_engine_that_answers_its_health_check_is_not_hung(healthy: str,
                                                               tmp_path: Path) -> None:
     done = asyncio.run(unless_hung(Work(3 * SILENCE_S).run(), Handle(healthy, tmp_path / "l"),
