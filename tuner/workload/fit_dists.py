@@ -50,6 +50,10 @@ class LengthFit:
         return bool(self.spec["dist"] == "empirical")
 
 
+TRIM_GAIN = 0.02
+"""How much nearer (KS) a uniform bounded by percentiles must be to win over min and max."""
+
+
 def _candidates(values: np.ndarray) -> dict[str, dict[str, Any]]:
     lo, hi = int(values.min()), int(values.max())
     mean = float(values.mean())
@@ -58,6 +62,14 @@ def _candidates(values: np.ndarray) -> dict[str, dict[str, Any]]:
     families: dict[str, dict[str, Any]] = {
         "uniform": {"dist": "uniform", "min": lo, "max": hi},
     }
+    # a class split off by length holds a few of its neighbour's tail: bound a uniform by
+    # its 5th and 95th percentiles too (extended by the 5% each side that a uniform puts
+    # beyond them), and keep whichever bounds fit nearer
+    q5, q95 = np.percentile(values, [5, 95])
+    p1, p99 = (int(round(x)) for x in (q5 - (q95 - q5) / 18, q95 + (q95 - q5) / 18))
+    p1, p99 = max(p1, lo), min(p99, hi)
+    if p1 < p99 and (p1, p99) != (lo, hi):
+        families["uniform-trimmed"] = {"dist": "uniform", "min": p1, "max": p99}
     std = float(values.std(ddof=1)) if len(values) > 1 else 0.0
     if std > 0:
         families["normal"] = {"dist": "normal", "mean": round(mean, 2), "std": round(std, 2),
@@ -81,6 +93,8 @@ def fit_lengths(values: np.ndarray, rng_seed: int = 0) -> LengthFit:
         model = _LENGTH.validate_python(spec)
         sample = model.sample(np.random.default_rng(rng_seed), MODEL_SAMPLE)
         tried[name] = ks_distance(values, sample)
+    if tried.get("uniform-trimmed", 1.0) > tried["uniform"] - TRIM_GAIN:
+        tried.pop("uniform-trimmed", None)  # the plain bounds, unless trimming clearly helps
     best = min(tried, key=lambda k: tried[k])
     if tried[best] <= KS_LIMIT:
         return LengthFit(_candidates(values)[best], tried[best], tried)

@@ -46,6 +46,19 @@ def test_lengths_no_family_fits_are_replayed_as_observed() -> None:
     assert min(fit.tried.values()) > 0.08
 
 
+def test_a_uniform_class_with_a_neighbours_tail_stays_uniform() -> None:
+    # a length class split off by two-means holds a few of the shorter class's longest
+    rng = np.random.default_rng(5)
+    values = np.concatenate([rng.integers(1200, 2000, 970, endpoint=True),
+                             rng.integers(480, 800, 30, endpoint=True)])
+    fit = fit_lengths(values)
+    assert fit.spec["dist"] == "uniform"
+    assert fit.ks < 0.05
+    assert 1150 < fit.spec["min"] < 1250
+    assert fit.spec["max"] > 1950
+    assert fit.tried["uniform"] > 0.2  # bounded by the outliers, it would not fit
+
+
 def test_arrivals_poisson_or_gamma_from_the_cv() -> None:
     rng = np.random.default_rng(2)
     poisson = np.cumsum(rng.exponential(1 / 5, N))
