@@ -80,9 +80,10 @@ async def watch_engine(handle: EngineHandle, health_url: str, activity: Callable
                 last_sign, cpu = loop.time(), None
                 continue
             used, cpu = cpu, handle.cpu_seconds()  # asked only of an engine that is silent
-            if used is not None and cpu is not None and cpu - used >= BUSY_SHARE * poll:
-                last_sign = loop.time()
-                continue
+            if cpu is not None and (used is None or cpu - used >= BUSY_SHARE * poll):
+                if used is not None:  # it computes
+                    last_sign = loop.time()
+                continue  # (or a first look at its CPU: the next one tells)
             silent = loop.time() - last_sign
             if silent < silence_s:
                 continue
