@@ -11,6 +11,7 @@ paths again. Nothing is logged twice.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +24,19 @@ from tuner.tracking.outbox import StudyEnd
 
 FINISHED_STATES = ("FINISHED", "FAILED", "KILLED")
 HEALTH_TIMEOUT_S = 3.0
+CLIENT_RETRIES = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+                  "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                  "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
+"""MLflow's HTTP client retries a failed call for about four minutes by default (seven
+retries, growing pauses): a study would stand still that long, at every trial, while its
+tracking server is down or restarting. A tracker with an outbox keeps what MLflow did not take
+instead, so its client gives up within seconds (MLflow reads these variables at each call; a
+user's own settings of them are kept)."""
+
+
+def bound_client_retries() -> None:
+    for key, value in CLIENT_RETRIES.items():
+        os.environ.setdefault(key, value)
 
 
 def reachable(uri: str, timeout_s: float = HEALTH_TIMEOUT_S) -> bool:

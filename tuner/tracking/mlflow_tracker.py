@@ -33,6 +33,7 @@ from tuner.metrics.cost import money
 from tuner.search.outcome import TrialResult
 from tuner.settings import without_password
 from tuner.tracking.delivery import (
+    bound_client_retries,
     deliver_end,
     deliver_trial,
     logged_trials,
@@ -97,6 +98,8 @@ class MlflowTracker:
         self.parent_id = ""
         self.outbox = outbox
         self.down = False
+        if outbox is not None:
+            bound_client_retries()
 
     def start_study(self, name: str, tags: dict[str, str], params: dict[str, str],
                     parent_id: str | None = None) -> str:
