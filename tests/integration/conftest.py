@@ -215,6 +215,19 @@ class MlflowServer:
         self.process = None
 
 
+@pytest.fixture
+def tracking(tmp_path: Path) -> Iterator[MlflowServer]:
+    """A tracking server of the test's own (a SQLite store), to stop and start again."""
+    folder = tmp_path / "mlflow"
+    folder.mkdir()
+    server = MlflowServer(f"sqlite:///{folder / 'store.db'}", folder)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="module")
 def mlflow_server(postgres: Postgres, tmp_path_factory: pytest.TempPathFactory
                   ) -> Iterator[str]:

@@ -10,7 +10,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import optuna
@@ -33,19 +32,6 @@ from tuner.search.shared_study import driver_url
 from tuner.tracking.outbox import FOLDER
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-@pytest.fixture
-def tracking(tmp_path: Path) -> Iterator[MlflowServer]:
-    """A tracking server of the test's own (a SQLite store), to stop and start again."""
-    folder = tmp_path / "mlflow"
-    folder.mkdir()
-    server = MlflowServer(f"sqlite:///{folder / 'store.db'}", folder)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def logged(url: str) -> tuple[list[str], str, int]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -32,18 +31,6 @@ HF_TOKEN = "hf_pl4nted_t0ken_do_not_write_5120"
 DB_PASSWORD = "pg_pl4nted_p4ss_do_not_write_7731"
 TRACKING_TOKEN = "ml_pl4nted_t0ken_do_not_write_2208"
 PLANTED = (HF_TOKEN, DB_PASSWORD, TRACKING_TOKEN)
-
-
-@pytest.fixture
-def tracking(tmp_path: Path) -> Iterator[MlflowServer]:
-    folder = tmp_path / "mlflow"
-    folder.mkdir()
-    server = MlflowServer(f"sqlite:///{folder / 'store.db'}", folder)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def with_password(url: str, password: str) -> str:
