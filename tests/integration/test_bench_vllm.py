@@ -252,7 +252,7 @@ model: llama-9000
 tokenizer: {tiny_model}
 classes:
   - {{name: c, weight: 1, input: {{dist: fixed, value: 8}}, output: {{dist: fixed, value: 2}}}}
-arrival: {{process: poisson, rate: 1}}
+arrival: {{process: concurrency, concurrency: 1}}
 stop: {{requests: 2}}
 slo: {{ttft_p95_ms: 400, itl_p95_ms: 80}}
 cost: {{usd_per_hour: 0.5}}
