@@ -4,11 +4,13 @@ replaced by any YAML value, numbers pushed to their edges), and whole documents 
 any text. None makes a traceback: each is accepted, or rejected with one ConfigError (exit code
 2) of one line; a file's own error starts with the file; a key added where none belonged is
 named; every accepted file round-trips (written back as YAML, it loads as the same thing). The
-slow tests run 10,000 cases of each kind, the fast ones a few dozen."""
+fast tests run a few dozen cases of each kind, the slow ones TUNER_HOSTILE_CASES (500 in CI;
+experiments/hostile-files/ runs and records 10,000 of each, which takes too long for CI)."""
 
 from __future__ import annotations
 
 import copy
+import os
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,7 +32,7 @@ from tuner.search.space import SearchSpace, load_search_space
 from tuner.workload.loader import load_workload
 
 REPO = Path(__file__).resolve().parents[2]
-MANY = 10_000
+MANY = int(os.environ.get("TUNER_HOSTILE_CASES", "500"))
 FEW = 40
 VLLM = load_engine_spec("vllm")
 CPU = Hardware(device="cpu", cpu_model="x", cpu_cores=8, memory_gib=32, numa_nodes=1, gpus=[])
@@ -199,5 +201,5 @@ def test_hostile_files_are_taken_or_refused_in_one_line(name: str, tmp_path: Pat
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(KINDS))
-def test_ten_thousand_hostile_files_of_each_kind(name: str, tmp_path: Path) -> None:
+def test_many_hostile_files_of_each_kind(name: str, tmp_path: Path) -> None:
     exercise(KINDS[name], tmp_path, MANY)
