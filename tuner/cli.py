@@ -390,6 +390,9 @@ def export(
     model_pvc: Annotated[str | None, typer.Option(
         help="Kubernetes PersistentVolumeClaim holding the model folder; default: "
         "<name>-model")] = None,
+    host_network: Annotated[bool, typer.Option(
+        "--host-network", help="docker: share the host's network (--network host) instead of "
+        "publishing the port, for a daemon with no bridge network")] = False,
     debug: Debug = False,
 ) -> None:
     """Write a study's chosen configuration as what you deploy (checked before it is written)."""
@@ -401,7 +404,7 @@ def export(
 
         text = export_command(study, fmt, pick=pick, image=image, name=name, port=port,
                               sizing=Sizing(cpu=cpu, memory=memory, model_pvc=model_pvc),
-                              settings=settings, trial=trial)
+                              settings=settings, trial=trial, host_network=host_network)
         if out is None:
             typer.echo(text, nl=False)
         else:

@@ -48,7 +48,7 @@ def test_the_exported_docker_run_serves_requests(image: str, client: docker.Dock
     port = free_port()
     name = f"tuner-export-test-{port}"
     exported = tune("export", "--study", str(folder), "--format", "docker", "--trial", "0",
-                    "--port", str(port), "--name", name)
+                    "--port", str(port), "--name", name, "--host-network")
     assert exported.returncode == 0, exported.stderr
     assert f" {IMAGE} /models/model " in exported.stdout.replace("\\\n", " ")  # the trial's
     try:

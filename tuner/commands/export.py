@@ -67,7 +67,7 @@ def chosen_of(folder: StudyFolder, picked: TradeOff | TrialResult, *, image: str
 
 def export_command(study_dir: Path, fmt: str, *, pick: str | None, image: str | None,
                    name: str | None, port: int, sizing: Sizing, settings: Settings,
-                   trial: int | None = None) -> str:
+                   trial: int | None = None, host_network: bool = False) -> str:
     """The exported file's text (written by the caller)."""
     form = export_format(fmt)
     if not 1 <= port <= 65535:
@@ -76,4 +76,5 @@ def export_command(study_dir: Path, fmt: str, *, pick: str | None, image: str | 
     chosen = chosen_of(folder, target(folder, pick, trial), image=image, name=name, port=port,
                        sizing=sizing)
     return form.render(chosen, Where(cache_root=settings.cache_dir,
-                                     options_dir=study_dir / "export"))
+                                     options_dir=study_dir / "export",
+                                     host_network=host_network))

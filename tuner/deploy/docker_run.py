@@ -3,7 +3,8 @@
 The same image (the one the trial ran, or the spec's pinned one for the device), the same
 shared memory, IPC and ulimits, the model folder mounted read-only where the trial had it, the
 engine's caches from the tuner's cache folder (warm starts), and as many GPUs as the trial used
-(``--gpus N``; a CPU trial gets none). The port is published on the host; a Hugging Face token
+(``--gpus N``; a CPU trial gets none). The port is published on the host (or the container
+shares the host's network, for a daemon without a bridge network); a Hugging Face token
 is passed from the caller's environment (``-e HF_TOKEN``), never written.
 """
 
@@ -18,7 +19,8 @@ from tuner.launch.isolation import cache_folder
 from tuner.settings import hf_home
 
 
-def docker_run(chosen: Chosen, *, cache_root: Path, options_dir: Path) -> str:
+def docker_run(chosen: Chosen, *, cache_root: Path, options_dir: Path,
+               host_network: bool = False) -> str:
     """The command, one option group a line. An options file (TensorRT-LLM) is written into
     ``options_dir`` and mounted read-only."""
     spec = chosen.spec
@@ -34,7 +36,8 @@ def docker_run(chosen: Chosen, *, cache_root: Path, options_dir: Path) -> str:
         groups.append(["--gpus", str(chosen.accelerators)])
     else:  # as the trial's container: no GPU, whatever the daemon's default runtime
         env.update(NVIDIA_VISIBLE_DEVICES="void", CUDA_VISIBLE_DEVICES="")
-    groups.append(["-p", f"{chosen.port}:{chosen.port}"])
+    groups.append(["--network", "host"] if host_network
+                  else ["-p", f"{chosen.port}:{chosen.port}"])
     if launch.shm_size:
         groups.append(["--shm-size", launch.shm_size])
     if launch.ipc_host:

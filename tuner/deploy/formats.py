@@ -21,10 +21,12 @@ from tuner.errors import ConfigError
 @dataclass(frozen=True)
 class Where:
     """Folders a format may need: the tuner's cache (engine caches), and where an options
-    file is written for a ``docker run`` to mount."""
+    file is written for a ``docker run`` to mount; whether a ``docker run`` shares the host's
+    network instead of publishing the port."""
 
     cache_root: Path
     options_dir: Path
+    host_network: bool = False
 
 
 class _Dumper(yaml.SafeDumper):
@@ -84,7 +86,7 @@ class Format:
 FORMATS: dict[str, Format] = {
     "command": Format("the engine's command line", lambda c, w: engine_command(c)),
     "docker": Format("a docker run of the engine's image", lambda c, w: docker_run(
-        c, cache_root=w.cache_root, options_dir=w.options_dir)),
+        c, cache_root=w.cache_root, options_dir=w.options_dir, host_network=w.host_network)),
     "k8s": Format("a Kubernetes Deployment and Service", _k8s),
     "helm": Format("values for vLLM's production-stack Helm chart", _helm),
     "kserve": Format("a KServe ServingRuntime and InferenceService", _kserve),

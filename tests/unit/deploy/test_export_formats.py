@@ -96,6 +96,14 @@ def test_docker_runs_the_trials_container(make_study: MakeStudy, model_dir: Path
     assert "--label" not in options  # never tuner.managed: tune cleanup would remove it
 
 
+def test_docker_can_share_the_hosts_network(make_study: MakeStudy) -> None:
+    """For a daemon with no bridge network (this project's CI): --network host, no -p."""
+    folder = make_study(winner=1, image="tuner-test/vllm-cpu:local")
+    options = pairs(docker_argv(export(folder, "docker", host_network=True)))
+    assert options["--network"] == ["host"]
+    assert "-p" not in options
+
+
 def pairs(argv: list[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for flag, value in zip(argv[3:], argv[4:], strict=False):
