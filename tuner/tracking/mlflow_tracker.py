@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -92,6 +93,8 @@ class MlflowTracker:
         logging.getLogger("mlflow").setLevel(logging.WARNING)
         self.uri = tracking_uri
         self.shown = without_password(tracking_uri)  # in messages: no password
+        if self.shown != tracking_uri:  # MLflow prints each run's link with the URI's password
+            os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
         self.artifact_dir = artifact_dir
         self.client = MlflowClient(tracking_uri=tracking_uri)
         self.experiment_id = ""
