@@ -24,6 +24,7 @@ arrival: {process: constant, rate: 10}
 stop: {duration_s: 1}
 slo: {ttft_p95_ms: 1000, itl_p95_ms: 200}
 cost: {usd_per_hour: 1.0}
+capacity: {keep_up_tolerance: 0.5}   # 10 requests: one more or less is 10% of the tokens
 """
 
 
