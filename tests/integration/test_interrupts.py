@@ -12,23 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import optuna
-import psutil
 import pytest
+
+from tests.integration.standin_study import engines_of
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
-
-
-def engines_of(owner: int) -> list[psutil.Process]:
-    """Engine processes started by the tuner with pid ``owner`` (they carry its marker)."""
-    found = []
-    for proc in psutil.process_iter(["pid"]):
-        try:
-            if proc.environ().get("TUNER_OWNER_PID") == str(owner):
-                found.append(proc)
-        except (psutil.Error, OSError):
-            continue
-    return found
 
 
 def wait_for(check: Callable[[], object], timeout: float, what: str,
