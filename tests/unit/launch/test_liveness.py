@@ -8,7 +8,6 @@ tests/integration/test_faults.py."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -36,15 +35,6 @@ class Handle(EngineHandle):
 
     def stop(self, grace_s: float = 20.0) -> None:
         self.code = -15
-
-
-@pytest.fixture
-def silent() -> Iterator[str]:
-    """A server that accepts connections and never answers (a stopped engine's socket)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(64)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 class Healthy(BaseHTTPRequestHandler):

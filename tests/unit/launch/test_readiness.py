@@ -4,9 +4,7 @@ said last; the trial then stops it (tests/integration/test_faults.py starts a re
 
 from __future__ import annotations
 
-import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,14 +29,6 @@ class Loading(EngineHandle):
 
     def stop(self, grace_s: float = 20.0) -> None:
         pass
-
-
-@pytest.fixture
-def silent() -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(64)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def test_a_slow_start_times_out_within_its_bound_with_its_last_log_line(
