@@ -64,6 +64,10 @@ class MeasuredRun(BaseModel):
     scale: float = Field(default=1.0, description=(
         "estimated capacity / the best step's load: its throughput scaled to the capacity"))
     binding: str | None = None
+    output_tokens: list[int] | None = Field(default=None, description=(
+        "each counted request's output tokens in the best step: with window_s, what the "
+        "bootstrap needs, so a report rebuilds from this record without the records file"))
+    window_s: float | None = None
 
 
 class Remeasured(BaseModel):
@@ -133,8 +137,12 @@ def measure_once(cand: Candidate, rep: int, timing: Timing) -> MeasuredRun:
                        tag=f"remeasure-{trial.number:03d}-{rep}")
     for name in ("startup_s", "warmup_s", "measure_s", "teardown_s"):
         setattr(timing, name, getattr(timing, name) + getattr(result.timing, name))
-    return run_of(cand.engine, result, rep,
-                  ctx.workload.cost.usd_per_hour_for(result.accelerators))
+    run = run_of(cand.engine, result, rep, ctx.workload.cost.usd_per_hour_for(result.accelerators))
+    if run.records_path and run.failure is None:
+        tokens = tokens_from_records(run)
+        run.output_tokens = [int(t) for t in tokens.tokens]
+        run.window_s = tokens.window_s
+    return run
 
 
 def run_of(engine: str, result: TrialResult, rep: int, usd_per_hour: float) -> MeasuredRun:
@@ -158,7 +166,9 @@ TokensOf = Callable[[MeasuredRun], RunTokens]
 
 
 def tokens_from_records(run: MeasuredRun) -> RunTokens:
-    """A run's tokens, read from its records file."""
+    """A run's tokens: those it keeps, else read from its records file."""
+    if run.output_tokens is not None and run.window_s is not None:
+        return RunTokens(np.array(run.output_tokens, dtype=np.float64), run.window_s, run.scale)
     assert run.records_path is not None
     return run_tokens(read_records_csv(Path(run.records_path)), run.step, run.scale)
 
