@@ -22,7 +22,8 @@ import httptools
 OnData = Callable[[int, bytes], bool]
 """Called with the status and the body bytes of one network read; True: the caller has what
 it wanted (the response's end, or an error), and the connection is closed unless the
-response ends within ``END_GRACE_S`` (then it is kept for the next request)."""
+response ends within ``END_GRACE_S`` (then it is kept for the next request); an error
+response's connection is closed at once."""
 END_GRACE_S = 1.0
 
 
@@ -51,11 +52,17 @@ class _Connection(asyncio.Protocol):
         if self._flush() and self._grace is None \
                 and self.done is not None and not self.done.done():
             self.on_data = None
+            if self.status != 200:  # an error's start is all the caller reads: hang up
+                self._finish(None, close=True)
+                return
             self._grace = asyncio.get_running_loop().call_later(
                 END_GRACE_S, lambda: self._finish(None, close=True))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if self._grace is not None:  # the caller had what it wanted: a close loses nothing
+            self._finish(None, close=True)
+            return
         self._finish(ConnectionError("the server closed the connection"
                                      + (f" ({exc})" if exc else "")))
 
