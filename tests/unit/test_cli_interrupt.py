@@ -28,6 +28,12 @@ cost: {usd_per_hour: 1.0}
 """
 
 
+def hear_sigint() -> None:
+    """The child's SIGINT as a terminal's: a test run in a background job inherits it ignored,
+    and Python then installs no KeyboardInterrupt for it (the run went on to its end)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_an_interrupted_bench_writes_what_it_measured(signum: int, tiny_model: Path,
@@ -38,7 +44,8 @@ def test_an_interrupted_bench_writes_what_it_measured(signum: int, tiny_model: P
     with sse_server(gap_s=0.05) as url:  # 8 tokens: 0.4 s a request, about 3 in flight
         proc = subprocess.Popen([*TUNE, "bench", "--endpoint", url, "--workload", str(workload),
                                  "--tokenizer", str(tiny_model), "--json", str(out)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=hear_sigint)
         assert proc.stdout is not None
         while not proc.stdout.readline().startswith("phase: measuring"):
             assert proc.poll() is None, proc.communicate()
