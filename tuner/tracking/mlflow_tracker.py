@@ -91,6 +91,9 @@ class MlflowTracker:
         # MLflow sets its own logger to INFO when imported; its database-migration lines are
         # noise to a tuner's user (tuner's --debug still shows ours).
         logging.getLogger("mlflow").setLevel(logging.WARNING)
+        # Its store logs a database error (a full disk) with a traceback, then raises it;
+        # tuner says it in one line (and --debug shows the traceback).
+        logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
         self.uri = tracking_uri
         self.shown = without_password(tracking_uri)  # in messages: no password
         if self.shown != tracking_uri:  # MLflow prints each run's link with the URI's password
