@@ -14,6 +14,10 @@ A write whose commit reached the database just before the connection dropped is 
 first attempt; its retry could apply it twice. The write that matters, a trial's end, is
 recognised on its retry (the trial already has the state it was to get) and taken as done.
 
+A trial given back to the queue because its run was interrupted is tried once too
+(:func:`without_waiting`): an interrupt must stop the study now, not after the outage; a trial
+that could not be given back is failed by its missed heartbeats and run again.
+
 A heartbeat is tried once (the next beat comes soon), and after an outage no trial is failed as
 stale until every worker has had the grace period to beat again (:meth:`RetryingStorage.settled`):
 their beats failed during the outage through no fault of theirs.
@@ -24,7 +28,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from optuna._typing import JSONSerializable
@@ -90,6 +95,7 @@ class RetryingStorage(BaseStorage, BaseHeartbeat):
         self._lock = threading.Lock()
         self._down_since: float | None = None
         self._back_at: float | None = None
+        self._once = threading.local()  # this thread's calls are tried once (without_waiting)
 
     # ------------------------------------------------------------------ the retry itself
 
@@ -100,7 +106,7 @@ class RetryingStorage(BaseStorage, BaseHeartbeat):
             try:
                 result = fn(*args, **kwargs)
             except Exception as exc:
-                if not self.retry or not unreachable(exc):
+                if not self.retry or getattr(self._once, "on", False) or not unreachable(exc):
                     raise
                 now = self._clock()
                 began = now if began is None else began
@@ -116,6 +122,16 @@ class RetryingStorage(BaseStorage, BaseHeartbeat):
             if began is not None:
                 self._came_back()
             return result
+
+    @contextmanager
+    def tried_once(self) -> Iterator[None]:
+        """This thread's calls within are tried once, not retried through an outage."""
+        before = getattr(self._once, "on", False)
+        self._once.on = True
+        try:
+            yield
+        finally:
+            self._once.on = before
 
     def _went_away(self, exc: BaseException, now: float) -> None:
         with self._lock:
@@ -253,3 +269,12 @@ class RetryingStorage(BaseStorage, BaseHeartbeat):
             self) -> Callable[[Any, FrozenTrial], None] | None:
         return self.backend_heartbeat().get_heartbeat_stale_trial_callback()
 
+
+@contextmanager
+def without_waiting(storage: BaseStorage) -> Iterator[None]:
+    """Calls on ``storage`` within are tried once when it is a :class:`RetryingStorage`."""
+    if isinstance(storage, RetryingStorage):
+        with storage.tried_once():
+            yield
+    else:
+        yield

@@ -56,6 +56,7 @@ from tuner.search.shared_study import (
     worker_id,
 )
 from tuner.search.spend import spend_line, study_spend, to_finish
+from tuner.search.storage_outage import without_waiting
 from tuner.search.study_config import StudyConfig
 from tuner.search.study_record import StudyRecord
 from tuner.search.tracker import Tracker
@@ -239,7 +240,8 @@ class _Search:
         this one is what the user sees."""
         with self.lock:
             try:
-                return_to_queue(self.study, trial)
+                with without_waiting(self.study._storage):  # no public name for it
+                    return_to_queue(self.study, trial)
             except Exception as exc:
                 log.warning("trial %d could not be given back to the study now (%s); it is "
                             "run again after its heartbeat's grace", trial.number,
@@ -251,11 +253,12 @@ class _Search:
         another start (which is then reserved on the trial). Another process may ask a trial
         between the look at the budget and the reservation (it counted this trial's one
         start): the budget is looked at again, and a reservation past it is undone."""
+        cost = result.cost_per_m_output_tokens
+        if not (self.cfg.intensify and result.feasible and cost is not None):
+            return False  # no storage call: a trial ending in an outage keeps its result first
         with self.lock:
             best = incumbent(self.study)
-            cost = result.cost_per_m_output_tokens
-            if not (self.cfg.intensify and result.feasible and cost is not None
-                    and (best is None or cost < best)):
+            if best is not None and cost >= best:
                 return False
             if not self._fits(extra=1):
                 return False
@@ -289,10 +292,14 @@ class _Search:
                                         "cost_per_m_output_tokens": sum(costs) / 2,
                                         "timing": first.timing.plus(again.timing)})
 
-    def _tell(self, trial: optuna.Trial, result: TrialResult) -> None:
-        slo = self.ctx.workload.slo
+    def _keep(self, trial: optuna.Trial, result: TrialResult) -> None:
+        """The trial's result on this host's disk: kept whatever happens to the storage."""
         write_atomic(_results_dir(self.cfg) / f"trial-{trial.number:03d}.json",
                      result.model_dump_json(indent=2))
+
+    def _tell(self, trial: optuna.Trial, result: TrialResult) -> None:
+        slo = self.ctx.workload.slo
+        self._keep(trial, result)
         try:
             for key, value in constraint_values(result, slo.ttft_p95_ms, slo.itl_p95_ms,
                                                 slo.max_error_rate).items():

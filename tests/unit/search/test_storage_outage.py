@@ -21,7 +21,7 @@ from sqlalchemy import exc as sa
 
 from tuner.errors import StudyError
 from tuner.search import storage_outage
-from tuner.search.storage_outage import RetryingStorage, unreachable
+from tuner.search.storage_outage import RetryingStorage, unreachable, without_waiting
 
 pytestmark = [pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning"),
               pytest.mark.filterwarnings("ignore:Heartbeat of storage:UserWarning")]
@@ -146,6 +146,20 @@ def test_sqlite_is_not_retried(tmp_path: Path) -> None:
     with pytest.raises(StorageInternalError):
         study.get_trials()
     assert clock.slept == []
+
+
+def test_without_waiting_a_call_is_tried_once_and_others_still_wait(tmp_path: Path) -> None:
+    """An interrupted trial's give-back must not wait out the outage: the interrupt stops the
+    study now (the trial's missed heartbeats give it back later)."""
+    clock = Clock()
+    store, flaky = storage(tmp_path, clock)
+    study = study_on(store)
+    flaky.down = 2
+    with without_waiting(store), pytest.raises(StorageInternalError):
+        study.get_trials()
+    assert clock.slept == []
+    assert len(study.get_trials()) == 0  # outside, the call waits the outage out again
+    assert clock.slept == [0.5]
 
 
 def test_an_end_whose_commit_landed_is_taken_as_told(tmp_path: Path) -> None:
