@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tuner import __version__, cli_help
+from tuner.disk_space import out_of_space, what_filled
 from tuner.errors import EXIT_INTERRUPTED, TunerError
 from tuner.settings import Settings
 
@@ -51,6 +52,11 @@ def run_cli(fn: Callable[[], T], debug: bool) -> T:
             traceback.print_exc()
         if isinstance(exc, TunerError):
             raise fail(str(exc), exc.cli_exit_code) from None
+        if out_of_space(exc):  # a command other than a study's (those say more: disk_space)
+            filled = what_filled(exc)
+            raise fail(f"no space left on the device{f' ({filled})' if filled else ''}: what "
+                       "was written whole is kept; free space there and run the command again",
+                       1) from None
         hint = "" if debug else " (run with --debug for the traceback)"
         raise fail(f"internal error: {type(exc).__name__}: {exc}{hint}", 1) from None
 

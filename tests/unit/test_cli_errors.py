@@ -155,3 +155,26 @@ def test_debug_adds_the_traceback_not_another_exit_code(tmp_path: Path) -> None:
     assert debug.returncode == 2, debug.stderr
     assert debug.stderr.startswith("Traceback (most recent call last):")
     assert debug.stderr.strip().splitlines()[-1] == line  # the same line, last
+
+
+def test_a_full_disk_outside_a_study_is_one_line_not_an_internal_error(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """tune bench, measure or compare writing on a full disk (a study says more: its own
+    handler names its folder and how to resume)."""
+    import errno
+
+    import typer
+
+    from tuner.cli import run_cli
+
+    def write() -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", "/data/run/out.records.csv")
+
+    with pytest.raises(typer.Exit) as exit_:
+        run_cli(write, debug=False)
+    assert exit_.value.exit_code == 1
+    said = capsys.readouterr().err.strip()
+    assert "\n" not in said
+    assert said.startswith("error: no space left on the device (writing "
+                           "/data/run/out.records.csv): ")
+    assert "internal error" not in said
