@@ -20,7 +20,8 @@ that could not be given back is failed by its missed heartbeats and run again.
 
 A heartbeat is tried once (the next beat comes soon), and after an outage no trial is failed as
 stale until every worker has had the grace period to beat again (:meth:`RetryingStorage.settled`):
-their beats failed during the outage through no fault of theirs.
+their beats failed during the outage through no fault of theirs. A trial that never beat is
+failed as stale too, a minute after its start (:mod:`tuner.search.silent_trials`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import exc as sa
 
 from tuner.errors import StudyError
+from tuner.search.silent_trials import never_beat
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +262,9 @@ class RetryingStorage(BaseStorage, BaseHeartbeat):
         if not self.settled():
             return []
         # Optuna's storage answers for its heartbeat under this private name.
-        return self._call(self.backend_heartbeat()._get_stale_trial_ids, study_id)
+        stale = self._call(self.backend_heartbeat()._get_stale_trial_ids, study_id)
+        return stale + [i for i in self._call(never_beat, self.backend, study_id)
+                        if i not in stale]
 
     def get_heartbeat_interval(self) -> int | None:
         return self.backend_heartbeat().get_heartbeat_interval()
