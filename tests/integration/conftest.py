@@ -23,12 +23,20 @@ import psycopg
 import pytest
 from docker.errors import DockerException
 
+from tests.integration.standin_study import stop_started
 from tuner.engines.spec import load_engine_spec
 from tuner.launch.base import EngineHandle, LaunchRequest
 from tuner.launch.process import ProcessLauncher, free_port
 from tuner.launch.readiness import wait_ready
 
 SERVED = "tiny-llama"
+
+
+@pytest.fixture(autouse=True)
+def no_study_left() -> Iterator[None]:
+    """A test that failed with a stand-in study still running stops it (and its engines)."""
+    yield
+    stop_started()
 
 
 def start_vllm(model: Path, log_dir: Path, **config: object) -> EngineHandle:

@@ -3,6 +3,7 @@ process with real engines, files and servers, for the tests that inject faults a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -36,12 +37,33 @@ def tune_command(model: Path, out: Path, trials: int, *options: str) -> list[str
             "--study-name", STUDY, "--heartbeat", "1", *options]
 
 
+STARTED: list[subprocess.Popen[str]] = []
+"""The tuners the running test started: conftest stops those still running when it ends (a
+failed test must not leave a study running)."""
+
+
 def start(cmd: list[str], folder: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     """``cmd`` running in ``folder``, its output in out.txt and err.txt there."""
     folder.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen(cmd, cwd=folder, env=env, text=True,
+    proc = subprocess.Popen(cmd, cwd=folder, env=env, text=True,
                             stdout=(folder / "out.txt").open("w"),
                             stderr=(folder / "err.txt").open("w"))
+    STARTED.append(proc)
+    return proc
+
+
+def stop_started() -> None:
+    """Stop every tuner :func:`start` started that still runs, and its engines."""
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.poll() is not None:
+            continue
+        engines = engines_of(proc.pid)
+        proc.kill()
+        proc.wait(timeout=30)
+        for engine in engines:
+            with contextlib.suppress(psutil.Error):
+                engine.kill()
 
 
 def errors_of(folder: Path) -> str:
