@@ -122,16 +122,24 @@ def mid_trial(run_dir: Path) -> bool:
         "POST /v1/completions") >= 5
 
 
+def stopped_mid_trial(postgres: Postgres, storage: str, model: Path, tmp_path: Path, *,
+                      finished: int) -> subprocess.Popen[str]:
+    """A 5-trial study on ``storage`` whose database is stopped after ``finished`` trials,
+    while the next one's engine is under load (so that it ends in the outage)."""
+    run_dir = tmp_path / STUDY
+    tune = start(tune_command(model, tmp_path, 5, "--storage", storage), tmp_path,
+                 standin_env(tmp_path / "standin"))
+    wait_for(lambda: len(launched(run_dir)) >= finished, 180, "finished trials", tune, tmp_path)
+    wait_for(lambda: mid_trial(run_dir), 120, "a trial under way", tune, tmp_path)
+    postgres.stop()
+    return tune
+
+
 def test_postgres_restarted_mid_study_loses_no_trial(tiny_model: Path, tmp_path: Path,
                                                      postgres: Postgres) -> None:
     storage = postgres.create_database("optuna_restart")
     run_dir = tmp_path / STUDY
-    tune = start(tune_command(tiny_model, tmp_path, 5, "--storage", storage), tmp_path,
-                 standin_env(tmp_path / "standin"))
-    wait_for(lambda: len(launched(run_dir)) >= 2, 180, "two finished trials", tune, tmp_path)
-    # Stop the database while a trial's engine is under load, so that it ends in the outage.
-    wait_for(lambda: mid_trial(run_dir), 120, "a trial under way", tune, tmp_path)
-    postgres.stop()
+    tune = stopped_mid_trial(postgres, storage, tiny_model, tmp_path, finished=2)
     before = set(trials(run_dir))
     try:
         # A trial ends while the database is away: its result is on disk, its tell waits.
@@ -162,12 +170,7 @@ def test_postgres_restarted_mid_study_loses_no_trial(tiny_model: Path, tmp_path:
 def test_sigterm_stops_a_study_waiting_for_its_database(tiny_model: Path, tmp_path: Path,
                                                         postgres: Postgres) -> None:
     storage = postgres.create_database("optuna_waiting")
-    run_dir = tmp_path / STUDY
-    tune = start(tune_command(tiny_model, tmp_path, 5, "--storage", storage), tmp_path,
-                 standin_env(tmp_path / "standin"))
-    wait_for(lambda: len(launched(run_dir)) >= 1, 180, "a finished trial", tune, tmp_path)
-    wait_for(lambda: mid_trial(run_dir), 120, "a trial under way", tune, tmp_path)
-    postgres.stop()
+    tune = stopped_mid_trial(postgres, storage, tiny_model, tmp_path, finished=1)
     try:
         wait_for(lambda: "unreachable" in errors_of(tmp_path), 120, "the study waiting",
                  tune, tmp_path)
