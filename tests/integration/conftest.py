@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,7 +63,7 @@ REPO = Path(__file__).resolve().parents[2]
 IMAGE = "tuner-test/vllm-cpu:local"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def client() -> docker.DockerClient:
     """The Docker daemon, or a skip that says why there is none."""
     try:
@@ -74,12 +74,69 @@ def client() -> docker.DockerClient:
     return found
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def image(client: docker.DockerClient) -> str:
     """The test image (vLLM's CPU build in a Debian root), built without a registry."""
     subprocess.run(["bash", str(REPO / "tests" / "images" / "build-vllm-cpu.sh"), IMAGE],
                    check=True, timeout=900)
     return IMAGE
+
+
+def ours(client: docker.DockerClient, owner: int) -> list[object]:
+    """The containers the tuner with pid ``owner`` started (its label)."""
+    return client.containers.list(all=True, filters={"label": f"tuner.owner_pid={owner}"})
+
+
+def wait_until(check: Callable[[], object], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def tune_cmd(model: Path, out: Path, study: str, *extra: str) -> list[str]:
+    """A study of vLLM in the test image through the Docker launcher."""
+    return [sys.executable, "-m", "tuner", "--engine", "vllm", "--launcher", "docker",
+            "--image", IMAGE, "--workload", str(REPO / "tests" / "data" / "workload-ci.yaml"),
+            "--search-space", str(REPO / "tests" / "data" / "space-ci.yaml"),
+            "--model", str(model), "--out", str(out), "--study-name", study, *extra]
+
+
+@dataclass
+class DockerStudy:
+    returncode: int
+    stderr: str
+    out: Path  # its --out: the study is out / "dock"
+    pid: int
+
+
+@pytest.fixture(scope="session")
+def docker_study(image: str, client: docker.DockerClient, tiny_model: Path,
+                 tmp_path_factory: pytest.TempPathFactory) -> DockerStudy:
+    """A 3-trial study in containers, shared: test_docker checks how it classified its
+    deaths (the defaults' container killed under load, a configuration vLLM refuses at start),
+    test_export_docker deploys its one good trial."""
+    out = tmp_path_factory.mktemp("docker-study")
+    cmd = tune_cmd(tiny_model, out, "dock", "--trials", "3", "--remeasure-top", "0",
+                   "--enqueue", str(REPO / "tests" / "data" / "enqueue-docker.yaml"))
+    tune = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # Kill the defaults trial's container once it is serving the load: a death under load.
+        def serving() -> bool:
+            for c in ours(client, tune.pid):
+                if (c.labels.get("tuner.trial") == "trial-000" and
+                        c.logs().decode(errors="replace")
+                        .count("POST /v1/completions") >= 8):
+                    c.kill()
+                    return True
+            return tune.poll() is not None
+        wait_until(serving, 600, "the defaults trial to serve load")
+        _, err = tune.communicate(timeout=900)
+    finally:
+        if tune.poll() is None:
+            tune.kill()
+    return DockerStudy(tune.returncode, err, out, tune.pid)
 
 
 SECRET = "hf_s3cr3t_do_not_log_9431"

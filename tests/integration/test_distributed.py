@@ -350,6 +350,16 @@ def test_two_llamacpp_workers_run_one_study(postgres: Postgres, mlflow_server: s
     summaries = [json.loads((tmp_path / h / "llama" / "summary.json").read_text())
                  for h in ("host-a", "host-b")]
     assert summaries[0]["remeasure"]["candidates"] == summaries[1]["remeasure"]["candidates"]
+    assert summaries[0]["engine"] == "llamacpp"
+    assert summaries[0]["defaults_trial"]["defaults"] is True
+    ran_here = [json.loads(p.read_text()) for h in ("host-a", "host-b")
+                for p in (tmp_path / h / "llama" / "trials").glob("*.json")]
+    variants = {t["config"].get("quantization") for t in ran_here
+                if not t["rejected_before_launch"] and not t["defaults"]}
+    assert {"Q8_0", "Q4_0"} <= variants  # the quantization variant is a knob that really ran
+    ok = [t for t in ran_here if t["outcome"] == "ok"]
+    assert ok
+    assert all("tiny-llama-" in t["command"] for t in ok)
     for m in summaries[0]["remeasure"]["candidates"]:
         assert m["cost"] is None or m["cost"]["low"] <= m["cost"]["value"] <= m["cost"]["high"]
 

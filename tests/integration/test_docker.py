@@ -7,14 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import docker
 import pytest
 
-from tests.integration.conftest import IMAGE, REPO
+from tests.integration.conftest import IMAGE, DockerStudy, ours, tune_cmd, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -22,25 +20,6 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module", autouse=True)
 def _daemon(client: docker.DockerClient) -> None:
     """Every test here needs the daemon (or skips, saying why there is none)."""
-
-
-def ours(client: docker.DockerClient, owner: int) -> list[object]:
-    return client.containers.list(all=True, filters={"label": f"tuner.owner_pid={owner}"})
-
-
-def wait_for(check: Callable[[], object], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.5)
-
-
-def tune_cmd(model: Path, out: Path, study: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "tuner", "--engine", "vllm", "--launcher", "docker",
-            "--image", IMAGE, "--workload", str(REPO / "tests" / "data" / "workload-ci.yaml"),
-            "--search-space", str(REPO / "tests" / "data" / "space-ci.yaml"),
-            "--model", str(model), "--out", str(out), "--study-name", study, *extra]
 
 
 def test_missing_image_is_one_line(tiny_model: Path, tmp_path: Path) -> None:
@@ -53,26 +32,10 @@ def test_missing_image_is_one_line(tiny_model: Path, tmp_path: Path) -> None:
     assert "image tuner-test/not-built:0 is not here and cannot be pulled" in lines[0]
 
 
-def test_container_study_classifies_deaths_and_goes_on(image: str, client: docker.DockerClient,
-                                                       tiny_model: Path, tmp_path: Path) -> None:
-    cmd = tune_cmd(tiny_model, tmp_path, "dock", "--trials", "3", "--remeasure-top", "0",
-                   "--enqueue", str(REPO / "tests" / "data" / "enqueue-docker.yaml"))
-    tune = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        # Kill the defaults trial's container once it is serving the load: a death under load.
-        def serving() -> bool:
-            for c in ours(client, tune.pid):
-                if (c.labels.get("tuner.trial") == "trial-000" and
-                        c.logs().decode(errors="replace").count("POST /v1/completions") >= 8):
-                    c.kill()
-                    return True
-            return tune.poll() is not None
-        wait_for(serving, 600, "the defaults trial to serve load")
-        out, err = tune.communicate(timeout=900)
-    finally:
-        if tune.poll() is None:
-            tune.kill()
-    assert tune.returncode == 0, err[-3000:]
+def test_container_study_classifies_deaths_and_goes_on(docker_study: DockerStudy,
+                                                       client: docker.DockerClient) -> None:
+    tmp_path = docker_study.out
+    assert docker_study.returncode == 0, docker_study.stderr[-3000:]
     trials = {p.stem: json.loads(p.read_text())
               for p in (tmp_path / "dock" / "trials").glob("*.json")}
     assert trials["trial-000"]["outcome"] == "crashed_during_load"
@@ -87,7 +50,7 @@ def test_container_study_classifies_deaths_and_goes_on(image: str, client: docke
     spec = launch["container_spec"]
     assert spec["network_mode"] == "host"
     assert spec["labels"]["tuner.study"] == "dock"
-    assert not ours(client, tune.pid), "a container of the study was left behind"
+    assert not ours(client, docker_study.pid), "a container of the study was left behind"
     summary = json.loads((tmp_path / "dock" / "summary.json").read_text())
     assert summary["best_trial"]["number"] == ok[0]["number"]
 
@@ -101,14 +64,14 @@ def test_sigterm_and_sigkill_then_cleanup_remove_only_ours(image: str,
     try:
         term = subprocess.Popen(tune_cmd(tiny_model, tmp_path, "term", "--trials", "1"),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(lambda: ours(client, term.pid), 120, "the first container")
+        wait_until(lambda: ours(client, term.pid), 120, "the first container")
         term.send_signal(signal.SIGTERM)
         assert term.wait(timeout=120) == 130
         assert not ours(client, term.pid)
 
         killed = subprocess.Popen(tune_cmd(tiny_model, tmp_path, "kill", "--trials", "1"),
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(lambda: ours(client, killed.pid), 120, "the first container")
+        wait_until(lambda: ours(client, killed.pid), 120, "the first container")
         os.kill(killed.pid, signal.SIGKILL)
         killed.wait()
         assert ours(client, killed.pid), "SIGKILL cannot clean up; the container stays"

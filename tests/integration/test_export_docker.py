@@ -1,21 +1,22 @@
-"""``tune export --format docker`` run for real: a one-trial study of vLLM (CPU) in the test
-image through the Docker launcher, then the exported ``docker run`` line, run by a shell as a
-person would paste it, serves completions; ``tune cleanup`` leaves the container alone."""
+"""``tune export --format docker`` run for real: the good trial of the shared study of vLLM (CPU)
+in the test image through the Docker launcher (conftest's ``docker_study``), exported as a
+``docker run`` line, run by a shell as a person would paste it, serves completions; ``tune
+cleanup`` leaves the container alone."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import docker
 import httpx
 import pytest
 from docker.errors import NotFound
 
-from tests.integration.conftest import IMAGE, REPO, SERVED
+from tests.integration.conftest import IMAGE, SERVED, DockerStudy
 from tuner.launch.process import free_port
 
 pytestmark = pytest.mark.integration
@@ -36,18 +37,15 @@ def wait_serving(url: str, timeout: float) -> None:
     pytest.fail(f"the exported container did not serve {url} within {timeout:.0f} s")
 
 
-def test_the_exported_docker_run_serves_requests(image: str, client: docker.DockerClient,
-                                                 tiny_model: Path, tmp_path: Path) -> None:
-    study = tune("--engine", "vllm", "--launcher", "docker", "--image", IMAGE,
-                 "--workload", str(REPO / "tests" / "data" / "workload-ci.yaml"),
-                 "--search-space", str(REPO / "tests" / "data" / "space-ci.yaml"),
-                 "--model", str(tiny_model), "--out", str(tmp_path), "--study-name", "exp",
-                 "--trials", "1", "--remeasure-top", "0", timeout=1200)
-    assert study.returncode == 0, study.stderr[-3000:]
-    folder = tmp_path / "exp"
+def test_the_exported_docker_run_serves_requests(docker_study: DockerStudy,
+                                                 client: docker.DockerClient) -> None:
+    assert docker_study.returncode == 0, docker_study.stderr[-3000:]
+    folder = docker_study.out / "dock"
+    served = [json.loads(p.read_text()) for p in (folder / "trials").glob("*.json")]
+    (good,) = [t["number"] for t in served if t["outcome"] == "ok"]
     port = free_port()
     name = f"tuner-export-test-{port}"
-    exported = tune("export", "--study", str(folder), "--format", "docker", "--trial", "0",
+    exported = tune("export", "--study", str(folder), "--format", "docker", "--trial", str(good),
                     "--port", str(port), "--name", name, "--host-network")
     assert exported.returncode == 0, exported.stderr
     assert f" {IMAGE} /models/model " in exported.stdout.replace("\\\n", " ")  # the trial's

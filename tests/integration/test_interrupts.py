@@ -14,7 +14,15 @@ from pathlib import Path
 import optuna
 import pytest
 
-from tests.integration.standin_study import engines_of
+from tests.integration.standin_study import (
+    STUDY,
+    engines_of,
+    errors_of,
+    standin_env,
+    start,
+    tune_command,
+)
+from tests.integration.standin_study import wait_for as wait_for_study
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -77,33 +85,32 @@ def test_sigkill_leaves_orphans_that_cleanup_removes(tiny_model: Path, tmp_path:
     wait_for(lambda: not engines_of(tune.pid), 10, "no engine process left")
 
 
-def test_sigkill_then_rerun_cleans_up_and_resumes(gguf_model: Path, tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "tuner", "--engine", "llamacpp",
-           "--workload", str(REPO / "tests" / "data" / "workload-llamacpp-ci.yaml"),
-           "--model", str(gguf_model), "--trials", "2", "--remeasure-top", "0",
-           "--out", str(tmp_path), "--study-name", "resume",
-           "--heartbeat", "2"]  # the re-run retries the killed trial after 4 silent beats
-    first_trial = tmp_path / "resume" / "trials" / "trial-000.json"
-    log = tmp_path / "err.txt"
-    with log.open("w") as err:
-        tune = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+def test_sigkill_then_rerun_cleans_up_and_resumes(tiny_model: Path, tmp_path: Path) -> None:
+    """On the stand-in engine (real processes behind the real launcher, trials of seconds):
+    the re-run retries the killed trial after its 4 silent beats and keeps the finished one."""
+    cmd = tune_command(tiny_model, tmp_path, 2)
+    env = standin_env(tmp_path / "standin")
+    first_trial = tmp_path / STUDY / "trials" / "trial-000.json"
+    tune = start(cmd, tmp_path / "first", env)
     try:
-        wait_for(first_trial.exists, 300, "the first trial to finish", tune, log)
-        wait_for(lambda: engines_of(tune.pid), 120, "the second trial's engine", tune, log)
+        wait_for_study(first_trial.exists, 120, "the first trial to finish", tune,
+                       tmp_path / "first")
+        wait_for_study(lambda: engines_of(tune.pid), 60, "the second trial's engine", tune,
+                       tmp_path / "first")
         time.sleep(1)
     finally:
         tune.kill()
         tune.wait()
     kept = first_trial.read_text()
-    rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    rerun = start(cmd, tmp_path / "second", env)
+    assert rerun.wait(timeout=300) == 0, errors_of(tmp_path / "second")[-3000:]
     assert not engines_of(tune.pid), "an engine of the killed run survived the re-run"
     assert first_trial.read_text() == kept
-    storage = f"sqlite:///{tmp_path / 'resume' / 'study.db'}"
-    study = optuna.load_study(study_name="resume", storage=storage)
+    storage = f"sqlite:///{tmp_path / STUDY / 'study.db'}"
+    study = optuna.load_study(study_name=STUDY, storage=storage)
     states = [t.state for t in study.trials]
     assert states[0] == optuna.trial.TrialState.COMPLETE
     assert optuna.trial.TrialState.FAIL in states  # the trial the kill interrupted
-    summary = json.loads((tmp_path / "resume" / "summary.json").read_text())
+    summary = json.loads((tmp_path / STUDY / "summary.json").read_text())
     assert summary["defaults_trial"]["number"] == 0
     assert sum(v for k, v in summary["trials"].items() if k != "rejected_before_launch") == 2

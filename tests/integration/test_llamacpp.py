@@ -1,10 +1,9 @@
-"""llama.cpp for real on CPU: llama-cpp-python's server on GGUF variants of the tiny model."""
+"""llama.cpp for real on CPU: llama-cpp-python's server on GGUF variants of the tiny model. (A
+whole llama.cpp study, its quantization variants run and its best re-measured, is
+test_distributed.py::test_two_llamacpp_workers_run_one_study; tune compare runs another.)"""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -68,33 +67,3 @@ def test_rendered_process_commands_parse_with_llama_cpp_pythons_parser(gguf_mode
     assert (model.type_k, model.type_v) == (8, 8)
     assert model.cache is True
     assert server.interrupt_requests is False
-
-
-def test_llamacpp_study_end_to_end(gguf_model: Path, tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "tuner", "--engine", "llamacpp",
-         "--workload", str(REPO / "tests" / "data" / "workload-llamacpp-ci.yaml"),
-         "--model", str(gguf_model), "--trials", "3", "--remeasure-top", "1",
-         "--repeats", "1", "--enqueue", str(REPO / "tests" / "data" / "enqueue-llamacpp.yaml"),
-         "--out", str(tmp_path), "--study-name", "llama", "--seed", "1"],
-        capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    trials = [json.loads(p.read_text()) for p in sorted((tmp_path / "llama" / "trials").glob(
-        "*.json"))]
-    variants = {t["config"].get("quantization") for t in trials
-                if not t["rejected_before_launch"] and not t["defaults"]}
-    assert {"Q8_0", "Q4_0"} <= variants  # the quantization variant is a knob that really ran
-    ok = [t for t in trials if t["outcome"] == "ok"]
-    assert ok
-    assert all("tiny-llama-" in t["command"] for t in ok)
-    summary = json.loads((tmp_path / "llama" / "summary.json").read_text())
-    assert summary["engine"] == "llamacpp"
-    assert summary["defaults_trial"]["defaults"] is True
-    # The defaults and the best re-measured on fresh starts, with intervals and the delta.
-    remeasured = summary["remeasure"]["candidates"]
-    assert remeasured[0]["defaults"]
-    assert len(remeasured) == 2
-    for m in remeasured:
-        assert m["runs"] == 1
-        assert m["cost"]["low"] <= m["cost"]["value"] <= m["cost"]["high"]
-    assert summary["tuning_delta"]["low"] <= summary["tuning_delta"]["value"]

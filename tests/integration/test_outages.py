@@ -60,7 +60,7 @@ def finished_numbers(run_dir: Path) -> list[str]:
 def test_a_tracking_server_down_for_30s_misses_nothing_and_gets_nothing_twice(
         tiny_model: Path, tmp_path: Path, tracking: MlflowServer) -> None:
     run_dir = tmp_path / STUDY
-    tune = start(tune_command(tiny_model, tmp_path, 20, "--tracking-uri", tracking.url),
+    tune = start(tune_command(tiny_model, tmp_path, 12, "--tracking-uri", tracking.url),
                  tmp_path, standin_env(tmp_path / "standin"))
     wait_for(lambda: len(trials(run_dir)) >= 2, 180, "two finished trials", tune, tmp_path)
     tracking.stop()
