@@ -7,7 +7,9 @@ such a trial RUNNING for ever, and a study waiting for its running trials waits 
 trial that has been running for longer than :data:`NEVER_BEAT_S` (and its grace period) without
 a beat is taken as stale here: a live worker beats as it takes the trial (shared_study's
 ``Heartbeat``). Its start is the client's clock, as Optuna writes it, compared with this host's:
-the margin covers hosts whose clocks differ by less than a minute.
+the margin covers hosts whose clocks differ by less than that, and a live worker beats within
+milliseconds of its start (a skewed clock could fail a live trial only in that moment; its
+worker then keeps its result on its host, as for any trial failed by its heartbeat).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
 from sqlalchemy import orm
 
-NEVER_BEAT_S = 60.0
+NEVER_BEAT_S = 20.0
 """A running trial with no heartbeat this long after its start is its dead worker's."""
 
 

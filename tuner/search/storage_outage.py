@@ -21,7 +21,7 @@ that could not be given back is failed by its missed heartbeats and run again.
 A heartbeat is tried once (the next beat comes soon), and after an outage no trial is failed as
 stale until every worker has had the grace period to beat again (:meth:`RetryingStorage.settled`):
 their beats failed during the outage through no fault of theirs. A trial that never beat is
-failed as stale too, a minute after its start (:mod:`tuner.search.silent_trials`).
+failed as stale too, 20 s after its start (:mod:`tuner.search.silent_trials`).
 """
 
 from __future__ import annotations
