@@ -41,9 +41,12 @@ def describe_validation_error(exc: ValidationError, source: str,
 
 def _loc(err: ErrorDetails) -> tuple[str | int, ...]:
     # Validators wrap a type as function-after[...], unions name the member they tried, a
-    # dict's key is [key]: none is a key the user wrote.
-    return tuple(p for p in err["loc"] if not (isinstance(p, str) and (
-        p.startswith("function-") or p == "[key]" or _MEMBER.match(p))))
+    # dict's key is [key]: none is a key the user wrote. An unknown key is the user's, even one
+    # named like a member (`none:`).
+    loc = err["loc"]
+    last = loc[-1:] if err["type"] == "extra_forbidden" else ()
+    return tuple(p for p in loc[:len(loc) - len(last)] if not (isinstance(p, str) and (
+        p.startswith("function-") or p == "[key]" or _MEMBER.match(p)))) + tuple(last)
 
 
 def _one(err: ErrorDetails, suggestion: str | None) -> str:

@@ -36,6 +36,9 @@ def test_good_file_loads(tmp_path: Path) -> None:
     (("rate: 1}", "rate: -1}"), "arrival.poisson.rate: Input should be greater than 0 (got -1)"),
     (("process: poisson", "process: weibull"), "arrival: Input tag 'weibull'"),
     (("value: 5}", "value: 5, max: 3}"), "classes.0.output.fixed.max: unknown key"),
+    # A key named like a type pydantic tries in a union is still the user's (hypothesis).
+    (("stop: {requests: 10}", "stop: {requests: 10}\nnone: null"),
+     "w.yaml: none: unknown key; remove it or check its spelling"),
     (("stop: {requests: 10}", "stop: {}"), "stop: give `requests` or `duration_s`"),
     (("cost: {usd_per_hour: 1}\n", ""), "cost: missing; add it"),
     # A misspelt key is the mistake, not the required key it stands for (issue 19).
