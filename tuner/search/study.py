@@ -292,14 +292,10 @@ class _Search:
                                         "cost_per_m_output_tokens": sum(costs) / 2,
                                         "timing": first.timing.plus(again.timing)})
 
-    def _keep(self, trial: optuna.Trial, result: TrialResult) -> None:
-        """The trial's result on this host's disk: kept whatever happens to the storage."""
-        write_atomic(_results_dir(self.cfg) / f"trial-{trial.number:03d}.json",
-                     result.model_dump_json(indent=2))
-
     def _tell(self, trial: optuna.Trial, result: TrialResult) -> None:
         slo = self.ctx.workload.slo
-        self._keep(trial, result)
+        write_atomic(_results_dir(self.cfg) / f"trial-{trial.number:03d}.json",
+                     result.model_dump_json(indent=2))
         try:
             for key, value in constraint_values(result, slo.ttft_p95_ms, slo.itl_p95_ms,
                                                 slo.max_error_rate).items():
