@@ -12,8 +12,8 @@
    workload's seeds as the sampling noise of one log's length.
 
 Run (from the repository root, after `bash .ci/setup`; about 3 minutes a run on 2 cores):
-    .venv/bin/python experiments/workload-fit/run.py [--rounds 3] [--out DIR]
-It prints the table kept in results.txt.
+    .venv/bin/python experiments/workload-fit/run.py [--rounds 5] [--out DIR]
+It prints the table kept in results/run-N.txt.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from tuner.engines.spec import load_engine_spec
@@ -96,9 +97,19 @@ def bench(workload: Path, result: Path) -> dict[str, Any]:
     return summary
 
 
+def ratio_interval(orig: list[float], fit: list[float]) -> tuple[float, float]:
+    """95% bootstrap interval of mean(fit) / mean(orig), rounds (original n, fitted n) resampled."""
+    pairs = np.array([orig, fit])
+    rng = np.random.default_rng(0)
+    picks = rng.integers(0, pairs.shape[1], size=(10_000, pairs.shape[1]))
+    ratios = pairs[1][picks].mean(axis=1) / pairs[0][picks].mean(axis=1)
+    low, high = np.percentile(ratios, [2.5, 97.5])
+    return float(low), float(high)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--out", type=Path, default=HERE / "run")
     args = parser.parse_args()
     if args.out.exists():
@@ -111,6 +122,7 @@ def main() -> None:
                                          sort_keys=False))
         for name, workload in (("original", original), ("fitted", seeded)):
             rows.append((f"{name} {n}", bench(workload, args.out / f"{name}-{n}.json")))
+            print(f"done: {rows[-1][0]}", flush=True)
     vllm = subprocess.run([sys.executable, "-c", "import vllm; print(vllm.__version__)"],
                           capture_output=True, text=True).stdout.strip()
     print(f"machine: {machine()}; vLLM {vllm} (CPU), engine defaults, tiny-llama")
@@ -130,8 +142,10 @@ def main() -> None:
         mean_o, mean_f = sum(orig) / len(orig), sum(fit) / len(fit)
         spread_o = (max(orig) - min(orig)) / mean_o
         spread_f = (max(fit) - min(fit)) / mean_f
+        low, high = ratio_interval(orig, fit)
         print(f"{label}: fitted/original {mean_f / mean_o:.3f} (means of {len(orig)} runs "
-              f"each); original run to run {spread_o:.1%}, fitted seed to seed {spread_f:.1%}")
+              f"each; 95% bootstrap interval over rounds {low:.3f}-{high:.3f}); original run "
+              f"to run {spread_o:.1%}, fitted seed to seed {spread_f:.1%}")
 
 
 if __name__ == "__main__":
