@@ -11,8 +11,13 @@
    original-vs-original spread as the server's noise and the spread over the fitted
    workload's seeds as the sampling noise of one log's length.
 
+With --draws, each round also replays another log drawn from the same known workload
+(`make_log.py --seed n`) as a trace ("drawn n"): the spread of the known process over logs,
+so that the fitted workload can be held against the process the log came from as well as
+against the one log (is a gap fit error, or a calm or busy log?).
+
 Run (from the repository root, after `bash .ci/setup`; about 3 minutes a run on 2 cores):
-    .venv/bin/python experiments/workload-fit/run.py [--rounds 5] [--out DIR]
+    .venv/bin/python experiments/workload-fit/run.py [--rounds 5] [--draws] [--out DIR]
 It prints the table kept in results/run-N.txt.
 """
 
@@ -57,25 +62,32 @@ def tune(*args: str, cwd: Path) -> None:
                    env={**os.environ, "COLUMNS": "100"})
 
 
-def prepare(out: Path) -> tuple[Path, Path, float]:
-    """The log, the fitted workload and the trace workload; the log's duration."""
-    out.mkdir(parents=True, exist_ok=True)
-    log = out / "log.jsonl"
-    subprocess.run([sys.executable, str(HERE / "make_log.py"), "--out", str(log)], check=True)
-    tune("workload", "fit", "--from", log.name, "--out", "fitted.yaml", cwd=out)
+def trace_workload(out: Path, name: str, seed: int | None = None) -> tuple[Path, float]:
+    """A log drawn by make_log.py (its default seed, or ``seed``) and the workload that
+    replays it as a trace; the log's duration."""
+    log = out / f"{name}.jsonl"
+    subprocess.run([sys.executable, str(HERE / "make_log.py"), "--out", str(log),
+                    *(["--seed", str(seed)] if seed is not None else [])], check=True)
     stamps = [json.loads(line)["timestamp"] for line in log.read_text().splitlines()]
     span_s = (stamps[-1] - stamps[0]) / 1000
+    workload = {"name": name, "model": SERVED, "tokenizer": str(MODEL), "api": "completions",
+                "arrival": {"process": "trace", "file": log.name, "block_tokens": 512},
+                "stop": {"duration_s": round(span_s + 1, 1)}, "warmup": WARMUP, "seed": 1,
+                "slo": SLO, "cost": COST}
+    (out / f"{name}.yaml").write_text(yaml.safe_dump(workload, sort_keys=False))
+    return out / f"{name}.yaml", span_s
+
+
+def prepare(out: Path) -> tuple[Path, Path, float]:
+    """The trace workload of the log, the workload fitted to it; the log's duration."""
+    out.mkdir(parents=True, exist_ok=True)
+    original, span_s = trace_workload(out, "original")
+    tune("workload", "fit", "--from", "original.jsonl", "--out", "fitted.yaml", cwd=out)
     fitted = yaml.safe_load((out / "fitted.yaml").read_text())
     fitted.update(tokenizer=str(MODEL), slo=SLO, cost=COST, warmup=WARMUP, seed=1,
                   stop={"duration_s": round(span_s, 1)})
     (out / "fitted.yaml").write_text(yaml.safe_dump(fitted, sort_keys=False))
-    original = {"name": "original", "model": SERVED, "tokenizer": str(MODEL),
-                "api": "completions",
-                "arrival": {"process": "trace", "file": log.name, "block_tokens": 512},
-                "stop": {"duration_s": round(span_s + 1, 1)}, "warmup": WARMUP, "seed": 1,
-                "slo": SLO, "cost": COST}
-    (out / "original.yaml").write_text(yaml.safe_dump(original, sort_keys=False))
-    return out / "original.yaml", out / "fitted.yaml", span_s
+    return original, out / "fitted.yaml", span_s
 
 
 def bench(workload: Path, result: Path) -> dict[str, Any]:
@@ -97,9 +109,9 @@ def bench(workload: Path, result: Path) -> dict[str, Any]:
     return summary
 
 
-def ratio_interval(orig: list[float], fit: list[float]) -> tuple[float, float]:
-    """95% bootstrap interval of mean(fit) / mean(orig), rounds (original n, fitted n) resampled."""
-    pairs = np.array([orig, fit])
+def ratio_interval(base: list[float], other: list[float]) -> tuple[float, float]:
+    """95% bootstrap interval of mean(other) / mean(base), rounds (base n, other n) resampled."""
+    pairs = np.array([base, other])
     rng = np.random.default_rng(0)
     picks = rng.integers(0, pairs.shape[1], size=(10_000, pairs.shape[1]))
     ratios = pairs[1][picks].mean(axis=1) / pairs[0][picks].mean(axis=1)
@@ -110,6 +122,8 @@ def ratio_interval(orig: list[float], fit: list[float]) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--draws", action="store_true",
+                        help="each round also replays a log drawn with seed n as a trace")
     parser.add_argument("--out", type=Path, default=HERE / "run")
     args = parser.parse_args()
     if args.out.exists():
@@ -120,32 +134,43 @@ def main() -> None:
         seeded = args.out / f"fitted-seed{n}.yaml"
         seeded.write_text(yaml.safe_dump({**yaml.safe_load(fitted.read_text()), "seed": n},
                                          sort_keys=False))
-        for name, workload in (("original", original), ("fitted", seeded)):
+        runs = [("original", original), ("fitted", seeded)]
+        if args.draws:
+            runs.insert(1, ("drawn", trace_workload(args.out, f"drawn-seed{n}", seed=n)[0]))
+        for name, workload in runs:
             rows.append((f"{name} {n}", bench(workload, args.out / f"{name}-{n}.json")))
             print(f"done: {rows[-1][0]}", flush=True)
     vllm = subprocess.run([sys.executable, "-c", "import vllm; print(vllm.__version__)"],
                           capture_output=True, text=True).stdout.strip()
     print(f"machine: {machine()}; vLLM {vllm} (CPU), engine defaults, tiny-llama")
-    print(f"log: {span_s:.1f} s, replayed as a trace (original) and as the fitted workload")
+    print(f"log: {span_s:.1f} s, replayed as a trace (original) and as the fitted workload"
+          + ("; drawn n: a log drawn from the same known workload with seed n" if args.draws
+             else ""))
     print(f"{'run':<12}{'requests':>9}{'req/s':>8}{'out tok/s':>11}{'p95 TTFT ms':>13}"
           f"{'p95 ITL ms':>12}")
     for name, s in rows:
         print(f"{name:<12}{s['completed']:>9}{s['request_throughput']:>8.2f}"
               f"{s['output_token_throughput']:>11.1f}{s['ttft_ms']['p95']:>13.1f}"
               f"{s['itl_ms']['p95']:>12.1f}")
+    pairs = [("fitted", "original")]
+    if args.draws:
+        pairs += [("fitted", "drawn"), ("original", "drawn")]
     for key, label in (("output_token_throughput", "output tokens/s"),
                        (("ttft_ms", "p95"), "p95 TTFT")):
         def value(s: dict[str, Any], key: Any = key) -> float:
             return float(s[key[0]][key[1]] if isinstance(key, tuple) else s[key])
-        orig = [value(s) for name, s in rows if name.startswith("original")]
-        fit = [value(s) for name, s in rows if name.startswith("fitted")]
-        mean_o, mean_f = sum(orig) / len(orig), sum(fit) / len(fit)
-        spread_o = (max(orig) - min(orig)) / mean_o
-        spread_f = (max(fit) - min(fit)) / mean_f
-        low, high = ratio_interval(orig, fit)
-        print(f"{label}: fitted/original {mean_f / mean_o:.3f} (means of {len(orig)} runs "
-              f"each; 95% bootstrap interval over rounds {low:.3f}-{high:.3f}); original run "
-              f"to run {spread_o:.1%}, fitted seed to seed {spread_f:.1%}")
+        series = {kind: [value(s) for name, s in rows if name.split()[0] == kind]
+                  for kind in ("original", "drawn", "fitted")}
+        spreads = "; ".join(
+            f"{kind} {(max(v) - min(v)) / (sum(v) / len(v)):.1%} (median {np.median(v):.1f})"
+            for kind, v in series.items() if v)
+        print(f"{label}: spread over runs (max-min)/mean: {spreads}")
+        for top, bottom in pairs:
+            a, b = series[bottom], series[top]
+            low, high = ratio_interval(a, b)
+            print(f"  {top}/{bottom} {sum(b) / len(b) / (sum(a) / len(a)):.3f} (means of "
+                  f"{len(b)} and {len(a)} runs; 95% bootstrap interval over rounds "
+                  f"{low:.3f}-{high:.3f})")
 
 
 if __name__ == "__main__":

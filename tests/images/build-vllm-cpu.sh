@@ -20,5 +20,11 @@ tar -c -C "$ROOT" . -C "$(dirname "$SITE")" --transform "s,^$(basename "$SITE"),
   | docker import \
       -c 'ENV PYTHONPATH=/opt/engine' \
       -c 'ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model"]' \
-      - "$IMAGE" >/dev/null
+      - "$IMAGE" >/dev/null || {
+  # docker import keeps what it got from a tar that failed half-way: drop that image, or the
+  # next build would take it for a finished one.
+  docker image rm "$IMAGE" >/dev/null 2>&1 || true
+  echo "building $IMAGE failed" >&2
+  exit 1
+}
 echo "built $IMAGE"
