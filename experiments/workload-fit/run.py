@@ -17,7 +17,8 @@ so that the fitted workload can be held against the process the log came from as
 against the one log (is a gap fit error, or a calm or busy log?).
 
 Run (from the repository root, after `bash .ci/setup`; about 3 minutes a run on 2 cores):
-    .venv/bin/python experiments/workload-fit/run.py [--rounds 5] [--draws] [--out DIR]
+    .venv/bin/python experiments/workload-fit/run.py [--rounds 5] [--draws] [--duration 150]
+        [--out DIR]
 It prints the table kept in results/run-N.txt.
 """
 
@@ -53,7 +54,7 @@ def machine() -> str:
     info = Path("/proc/cpuinfo").read_text()
     name = next((ln.split(":", 1)[1].strip() for ln in info.splitlines()
                  if ln.startswith("model name")), platform.processor())
-    flags = [f for f in ("avx512f", "avx2") if f in info.split()]
+    flags = [f for f in ("avx512f", "avx2", "amx_tile") if f in info.split()]
     return f"{name}, {os.cpu_count()} cores, {'+'.join(flags) or 'no avx2'}"
 
 
@@ -62,11 +63,13 @@ def tune(*args: str, cwd: Path) -> None:
                    env={**os.environ, "COLUMNS": "100"})
 
 
-def trace_workload(out: Path, name: str, seed: int | None = None) -> tuple[Path, float]:
-    """A log drawn by make_log.py (its default seed, or ``seed``) and the workload that
-    replays it as a trace; the log's duration."""
+def trace_workload(out: Path, name: str, duration_s: float, seed: int | None = None
+                   ) -> tuple[Path, float]:
+    """A log of ``duration_s`` drawn by make_log.py (its default seed, or ``seed``) and the
+    workload that replays it as a trace; the log's duration."""
     log = out / f"{name}.jsonl"
     subprocess.run([sys.executable, str(HERE / "make_log.py"), "--out", str(log),
+                    "--duration", str(duration_s),
                     *(["--seed", str(seed)] if seed is not None else [])], check=True)
     stamps = [json.loads(line)["timestamp"] for line in log.read_text().splitlines()]
     span_s = (stamps[-1] - stamps[0]) / 1000
@@ -78,10 +81,10 @@ def trace_workload(out: Path, name: str, seed: int | None = None) -> tuple[Path,
     return out / f"{name}.yaml", span_s
 
 
-def prepare(out: Path) -> tuple[Path, Path, float]:
+def prepare(out: Path, duration_s: float) -> tuple[Path, Path, float]:
     """The trace workload of the log, the workload fitted to it; the log's duration."""
     out.mkdir(parents=True, exist_ok=True)
-    original, span_s = trace_workload(out, "original")
+    original, span_s = trace_workload(out, "original", duration_s)
     tune("workload", "fit", "--from", "original.jsonl", "--out", "fitted.yaml", cwd=out)
     fitted = yaml.safe_load((out / "fitted.yaml").read_text())
     fitted.update(tokenizer=str(MODEL), slo=SLO, cost=COST, warmup=WARMUP, seed=1,
@@ -124,11 +127,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--draws", action="store_true",
                         help="each round also replays a log drawn with seed n as a trace")
+    parser.add_argument("--duration", type=float, default=150.0,
+                        help="seconds of log to draw (make_log.py --duration)")
     parser.add_argument("--out", type=Path, default=HERE / "run")
     args = parser.parse_args()
     if args.out.exists():
         shutil.rmtree(args.out)
-    original, fitted, span_s = prepare(args.out)
+    original, fitted, span_s = prepare(args.out, args.duration)
     rows: list[tuple[str, dict[str, Any]]] = []
     for n in range(1, args.rounds + 1):
         seeded = args.out / f"fitted-seed{n}.yaml"
@@ -136,7 +141,8 @@ def main() -> None:
                                          sort_keys=False))
         runs = [("original", original), ("fitted", seeded)]
         if args.draws:
-            runs.insert(1, ("drawn", trace_workload(args.out, f"drawn-seed{n}", seed=n)[0]))
+            runs.insert(1, ("drawn", trace_workload(args.out, f"drawn-seed{n}", args.duration,
+                                                     seed=n)[0]))
         for name, workload in runs:
             rows.append((f"{name} {n}", bench(workload, args.out / f"{name}-{n}.json")))
             print(f"done: {rows[-1][0]}", flush=True)
