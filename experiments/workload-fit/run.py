@@ -131,6 +131,7 @@ def main() -> None:
                         help="seconds of log to draw (make_log.py --duration)")
     parser.add_argument("--out", type=Path, default=HERE / "run")
     args = parser.parse_args()
+    args.out = args.out.resolve()  # the benches run in it, and name their workload from there
     if args.out.exists():
         shutil.rmtree(args.out)
     original, fitted, span_s = prepare(args.out, args.duration)
