@@ -23,8 +23,17 @@ def noise_floor(defaults: TrialResult | None, remeasured: Remeasured | None
                 ) -> NoiseFloor | None:
     """From the defaults measured more than once: the spread of their starts in the search
     (intensification measures the first incumbent twice), and the half-width of their
-    re-measured cost's 95% interval; the larger of the two."""
+    re-measured cost's 95% interval; and the capacity search's own resolution: when the
+    defaults' capacity was not interpolated (its failing step was cut short, or the load is
+    a concurrency), it is only known to lie between the last passing and failing loads, so
+    configurations whose costs differ by less than that step can measure the same, or a
+    step apart. The largest."""
     found: list[NoiseFloor] = []
+    step = defaults.capacity.estimate if defaults is not None and defaults.capacity else None
+    if step is not None and step.high is not None and not step.interpolated and step.low > 0:
+        found.append(NoiseFloor(value=(step.high - step.low) / step.low, source=(
+            f"the capacity search's step: the defaults passed load {step.low:.3g} and failed "
+            f"{step.high:.3g}, nothing measured between")))
     if defaults is not None and len(defaults.costs) > 1:
         mean = sum(defaults.costs) / len(defaults.costs)
         found.append(NoiseFloor(value=(max(defaults.costs) - min(defaults.costs)) / mean,

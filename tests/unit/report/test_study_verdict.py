@@ -84,6 +84,29 @@ def test_a_gain_below_the_noise_floor_is_not_called_resolved() -> None:
     assert noise_floor(trial(0, True, 1.0), None) is None
 
 
+def test_a_capacity_known_only_between_two_steps_sets_the_noise_floor() -> None:
+    from tuner.measurement.capacity import CapacityEstimate, CapacityResult
+    from tuner.search.study_summary import noise_floor
+
+    def searched(interpolated: bool) -> TrialResult:
+        estimate = CapacityEstimate(load=112, low=112, high=128, binding="throughput",
+                                    interpolated=interpolated, output_tokens_per_s=4748,
+                                    cost_per_m_output_tokens=0.00585)
+        return trial(0, True, 0.00585).model_copy(update={"capacity": CapacityResult(
+            steps=[], best=None, lowest_failing_load=128, stopped_by="max_steps",
+            estimate=estimate)})
+
+    d = remeasured(0, True, 0.00586, []).model_copy(
+        update={"cost": Interval(value=0.00586, low=0.00578, high=0.00594)})
+    floor = noise_floor(searched(False), d)  # both starts at 112: an interval of +-1.4%
+    assert floor is not None
+    assert floor.value == pytest.approx(16 / 112)
+    assert "passed load 112 and failed 128" in floor.source
+    floor = noise_floor(searched(True), d)  # interpolated: finer than the step
+    assert floor is not None
+    assert floor.value == pytest.approx(0.16 / (2 * 5.86))
+
+
 def test_a_cheaper_candidate_whose_slos_did_not_hold_does_not_win() -> None:
     from tuner.search.remeasure import pick_winner
 
