@@ -34,7 +34,7 @@ QUICKSTART = ROOT / "experiments/workloads/quickstart.yaml"
 def machine() -> str:
     info = Path("/proc/cpuinfo").read_text()
     first = info.split("\n\n")[0]
-    field = dict(ln.split(":", 1) for ln in first.splitlines() if ":" in ln)
+    field = {k.strip(): v for k, v in (ln.split(":", 1) for ln in first.splitlines() if ":" in ln)}
     flags = field.get("flags", "").split()
     kept = [f for f in ("avx512f", "avx2", "amx_int8") if f in flags]
     return (f"{field.get('model name', '?').strip()} (family {field.get('cpu family', '?').strip()}"
