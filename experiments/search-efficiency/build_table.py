@@ -8,6 +8,8 @@ already in the table are skipped, so a stopped run goes on where it left off.
 Run (from the repository root, after `bash .ci/setup`; hours on 2 cores, in the background):
     .venv/bin/python experiments/search-efficiency/build_table.py --grid \
         experiments/search-efficiency/grid-llamacpp.yaml
+A table holds one machine's rows: resumed on another CPU, the script refuses (give a new
+--table).
 """
 
 from __future__ import annotations
@@ -31,11 +33,14 @@ HERE = Path(__file__).parent
 
 
 def machine() -> str:
-    info = Path("/proc/cpuinfo").read_text()
-    name = next((ln.split(":", 1)[1].strip() for ln in info.splitlines()
-                 if ln.startswith("model name")), "?")
-    flags = [f for f in ("avx512f", "avx2") if f in info.split()]
-    return f"{name}, {os.cpu_count()} cores, {'+'.join(flags) or 'no avx2'}"
+    """The CPU as a row of the table names it: model, family and model number, cores, the
+    instruction sets that change an engine's speed. Only rows of one machine make a table."""
+    first = Path("/proc/cpuinfo").read_text().split("\n\n")[0]
+    field = {k.strip(): v.strip() for k, v in (ln.split(":", 1) for ln in first.splitlines()
+                                               if ":" in ln)}
+    flags = [f for f in ("avx512f", "avx2", "amx_int8") if f in field.get("flags", "").split()]
+    return (f"{field.get('model name', '?')} (family {field.get('cpu family', '?')} model "
+            f"{field.get('model', '?')}), {os.cpu_count()} cores, {'+'.join(flags) or 'no avx2'}")
 
 
 def measure(engine: str, config: dict[str, Any] | None, workload: Path, model: str,
@@ -72,7 +77,10 @@ def row_of(report: dict[str, Any], config: dict[str, Any], defaults: bool) -> Ta
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--grid", type=Path, default=HERE / "grid-llamacpp.yaml")
-    parser.add_argument("--workload", type=Path, default=HERE / "workload.yaml")
+    parser.add_argument("--workload", type=Path, default=None, help=(
+        "the workload (default: the grid's own `workload`, else workload.yaml)"))
+    parser.add_argument("--table", type=Path, default=None, help=(
+        "the table file (default: table-<engine>.json here)"))
     parser.add_argument("--model", default=str(Path.home() / ".cache/tuner/models/tiny-llama"))
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--shuffle", type=int, default=None, metavar="SEED", help=(
@@ -81,11 +89,15 @@ def main() -> None:
     args = parser.parse_args()
     grid = yaml.safe_load(args.grid.read_text())
     engine, knobs = grid["engine"], grid["knobs"]
-    path = HERE / f"table-{engine}.json"
-    run_dir = HERE / "run" / engine
+    workload = args.workload or (args.grid.parent / grid.get("workload", "workload.yaml"))
+    path = args.table or HERE / f"table-{engine}.json"
+    run_dir = HERE / "run" / path.stem
     table = (MeasuredTable.load(path) if path.is_file() else MeasuredTable(
-        engine=engine, knobs=knobs, rows=[], workload=str(args.workload),
+        engine=engine, knobs=knobs, rows=[], workload=str(workload),
         command=" ".join(["python", *sys.argv]), machine=machine()))
+    if table.rows and table.machine != machine():
+        sys.exit(f"{path}: measured on {table.machine}, this is {machine()}: its rows and "
+                 "this machine's would not compare; give a new --table for this machine")
     done = {json.dumps(table.key(r.config)) for r in table.rows if not r.defaults}
     todo: list[dict[str, Any] | None] = [] if any(r.defaults for r in table.rows) else [None]
     todo += [dict(zip(knobs, values, strict=True)) for values in itertools.product(
@@ -99,7 +111,7 @@ def main() -> None:
     for i, config in enumerate(todo):
         t0 = time.monotonic()
         name = "defaults" if config is None else "-".join(str(v) for v in config.values())
-        report = measure(engine, config, args.workload, args.model, args.repeats,
+        report = measure(engine, config, workload, args.model, args.repeats,
                          run_dir / name)
         row = row_of(report, report["config"] if config is None else config, config is None)
         table.engine_version = report["engine_version"]

@@ -24,6 +24,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from tuner.loadgen.records import RequestRecord, read_records_csv
+from tuner.measurement.capacity import CapacityEstimate
 from tuner.metrics.bootstrap import (
     Interval,
     RunTokens,
@@ -68,6 +69,10 @@ class MeasuredRun(BaseModel):
         "each counted request's output tokens in the best step: with window_s, what the "
         "bootstrap needs, so a report rebuilds from this record without the records file"))
     window_s: float | None = None
+    unresolved_step: float | None = Field(default=None, description=(
+        "(lowest failing - highest passing load) / highest passing, when the capacity was "
+        "not interpolated between them: it is only known to lie in that step (None: "
+        "interpolated, or no load failed)"))
 
 
 class Remeasured(BaseModel):
@@ -88,6 +93,8 @@ class Remeasured(BaseModel):
     itl_p95_ms: list[float]
     output_tokens_per_s: list[float]
     command: str | None
+    unresolved_step: float | None = Field(default=None, description=(
+        "the widest capacity step a fresh start could not interpolate within"))
 
 
 class RemeasureOutcome(BaseModel):
@@ -153,12 +160,21 @@ def run_of(engine: str, result: TrialResult, rep: int, usd_per_hour: float) -> M
     cap = result.capacity
     if result.outcome != "ok":
         run.failure = f"{result.outcome}: {result.detail}"
-    elif cap is not None and cap.best is not None and cap.estimate is not None:
-        run.summary = cap.best
-        run.step = next(i for i, s in enumerate(cap.steps) if s == cap.best)
-        run.scale = cap.estimate.load / cap.best.load
-        run.binding = cap.estimate.binding
+    elif cap is not None and cap.estimate is not None:
+        run.unresolved_step = unresolved_step(cap.estimate)
+        if cap.best is not None:
+            run.summary = cap.best
+            run.step = next(i for i, s in enumerate(cap.steps) if s == cap.best)
+            run.scale = cap.estimate.load / cap.best.load
+            run.binding = cap.estimate.binding
     return run
+
+
+def unresolved_step(est: CapacityEstimate) -> float | None:
+    """How wide the step is that a capacity is only known to lie in (None: interpolated)."""
+    if est.interpolated or est.high is None or est.low <= 0:
+        return None
+    return (est.high - est.low) / est.low
 
 
 TokensOf = Callable[[MeasuredRun], RunTokens]
@@ -206,7 +222,9 @@ def summarise_candidate(engine: str, trial: TrialResult, runs: list[MeasuredRun]
         ttft_p95_ms=[s.ttft_ms.p95 or float("nan") for s in done],
         itl_p95_ms=[s.itl_ms.p95 or float("nan") for s in done],
         output_tokens_per_s=[s.output_token_throughput for s in done],
-        command=trial.command), samples
+        command=trial.command,
+        unresolved_step=max((r.unresolved_step for r in mine if r.unresolved_step is not None),
+                            default=None)), samples
 
 
 def pick_winner(candidates: list[Remeasured]) -> Remeasured | None:

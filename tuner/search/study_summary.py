@@ -25,7 +25,8 @@ def noise_floor(defaults: TrialResult | None, remeasured: Remeasured | None
     (intensification measures the first incumbent twice), and the half-width of their
     re-measured cost's 95% interval; and the capacity search's own resolution: when the
     defaults' capacity was not interpolated (its failing step was cut short, or the load is
-    a concurrency), it is only known to lie between the last passing and failing loads, so
+    a concurrency), in the search or on a fresh start of the re-measurement, it is only
+    known to lie between the last passing and failing loads, so
     configurations whose costs differ by less than that step can measure the same, or a
     step apart. The largest."""
     found: list[NoiseFloor] = []
@@ -34,6 +35,10 @@ def noise_floor(defaults: TrialResult | None, remeasured: Remeasured | None
         found.append(NoiseFloor(value=(step.high - step.low) / step.low, source=(
             f"the capacity search's step: the defaults passed load {step.low:.3g} and failed "
             f"{step.high:.3g}, nothing measured between")))
+    if remeasured is not None and remeasured.unresolved_step is not None:
+        found.append(NoiseFloor(value=remeasured.unresolved_step, source=(
+            "the capacity search's step on a fresh start of the defaults: its capacity lies "
+            "between a passing and a failing load, nothing measured between")))
     if defaults is not None and len(defaults.costs) > 1:
         mean = sum(defaults.costs) / len(defaults.costs)
         found.append(NoiseFloor(value=(max(defaults.costs) - min(defaults.costs)) / mean,

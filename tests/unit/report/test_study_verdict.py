@@ -107,6 +107,31 @@ def test_a_capacity_known_only_between_two_steps_sets_the_noise_floor() -> None:
     assert floor.value == pytest.approx(0.16 / (2 * 5.86))
 
 
+def test_a_fresh_start_of_the_defaults_known_only_between_two_steps_sets_the_noise_floor(
+        ) -> None:
+    from tuner.measurement.capacity import CapacityEstimate, CapacityResult
+    from tuner.search.remeasure import run_of, summarise_candidate
+    from tuner.search.study_summary import noise_floor
+
+    def start(high: float, interpolated: bool) -> TrialResult:
+        estimate = CapacityEstimate(load=112, low=112, high=high, binding="ttft_p95_ms",
+                                    interpolated=interpolated, output_tokens_per_s=4748,
+                                    cost_per_m_output_tokens=0.00585)
+        return trial(0, True, 0.00585).model_copy(update={"capacity": CapacityResult(
+            steps=[], best=None, lowest_failing_load=high, stopped_by="converged",
+            estimate=estimate)})
+
+    runs = [run_of("vllm", start(120, False), 0, 0.1), run_of("vllm", start(116, True), 1, 0.1)]
+    assert [r.unresolved_step for r in runs] == [pytest.approx(8 / 112), None]
+    d, _ = summarise_candidate("vllm", trial(0, True, 0.00585), runs, seed=0,
+                               tokens_of=lambda r: pytest.fail("no records to read"))
+    assert d.unresolved_step == pytest.approx(8 / 112)
+    floor = noise_floor(trial(0, True, 0.00585), d)  # the search's own start interpolated
+    assert floor is not None
+    assert floor.value == pytest.approx(8 / 112)
+    assert "on a fresh start of the defaults" in floor.source
+
+
 def test_a_cheaper_candidate_whose_slos_did_not_hold_does_not_win() -> None:
     from tuner.search.remeasure import pick_winner
 
