@@ -71,7 +71,7 @@ def row_of(report: dict[str, Any], config: dict[str, Any], defaults: bool) -> Ta
         costs=[r["cost_per_m_output_tokens"] for r in ok],
         loads=[r["max_load"] for r in ok], binding=[e.get("binding") for e in estimate],
         rejected_before_launch=bool(runs) and all(r["rejected_before_launch"] for r in runs),
-        defaults=defaults)
+        defaults=defaults, measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
 
 
 def main() -> None:
@@ -86,6 +86,9 @@ def main() -> None:
     parser.add_argument("--shuffle", type=int, default=None, metavar="SEED", help=(
         "measure the configurations left in a seeded random order, so that a table stopped "
         "early is a uniform sample of the grid (default: grid order)"))
+    parser.add_argument("--anchor-every", type=int, default=8, metavar="N", help=(
+        "measure the defaults again after every N configurations (the table's anchors: how "
+        "far the machine drifted while the table was built)"))
     args = parser.parse_args()
     grid = yaml.safe_load(args.grid.read_text())
     engine, knobs = grid["engine"], grid["knobs"]
@@ -108,6 +111,12 @@ def main() -> None:
         random.Random(args.shuffle).shuffle(rest)
         todo = first + rest
     print(f"{engine}: {len(table.rows)} rows measured, {len(todo)} to go", flush=True)
+
+    def save() -> None:
+        tmp = path.with_suffix(".part")
+        tmp.write_text(table.model_dump_json(indent=1) + "\n")
+        tmp.replace(path)
+
     for i, config in enumerate(todo):
         t0 = time.monotonic()
         name = "defaults" if config is None else "-".join(str(v) for v in config.values())
@@ -116,12 +125,22 @@ def main() -> None:
         row = row_of(report, report["config"] if config is None else config, config is None)
         table.engine_version = report["engine_version"]
         table.rows.append(row)
-        tmp = path.with_suffix(".part")
-        tmp.write_text(table.model_dump_json(indent=1) + "\n")
-        tmp.replace(path)
+        save()
         costs = ", ".join(f"{c:.4g}" for c in row.costs) or row.outcome
         print(f"[{i + 1}/{len(todo)}] {name}: {costs} ({time.monotonic() - t0:.0f}s)",
               flush=True)
+        configs = sum(not r.defaults for r in table.rows)
+        if args.anchor_every > 0 and len(table.anchors) < configs // args.anchor_every:
+            t0 = time.monotonic()
+            report = measure(engine, None, workload, args.model, args.repeats,
+                             run_dir / f"anchor-{len(table.anchors) + 1}")
+            table.anchors.append(row_of(report, report["config"], True))
+            save()
+            drift = table.drift()
+            print(f"anchor {len(table.anchors)} (the defaults again): "
+                  f"{', '.join(f'{c:.4g}' for c in table.anchors[-1].costs)}; drift so far "
+                  f"{'?' if drift is None else f'{drift:.1%}'} "
+                  f"({time.monotonic() - t0:.0f}s)", flush=True)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,10 @@ def main() -> None:
     print(f"grid: {table.grid_size()} configurations ({feasible} met the SLOs), knobs "
           f"{', '.join(table.knobs)}; best true cost {best:.4g}; {args.seeds} seeds, "
           f"budget {args.budget} trials")
+    drift = table.drift()
+    if drift is not None:
+        print(f"drift: the defaults' mean cost moved {drift:.1%} over the build "
+              f"({1 + len(table.anchors)} measurements of them)")
     print(f"{'sampler':<28}{'to 5%: p50':>11}{'p90':>6}{'pick@10':>9}{'pick@20':>9}"
           f"{'final within 5%':>17}")
     variants = [(name, True, False) for name in SAMPLERS]

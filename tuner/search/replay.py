@@ -37,6 +37,7 @@ class TableRow(BaseModel):
     binding: list[str | None] = Field(default_factory=list)
     rejected_before_launch: bool = False
     defaults: bool = False
+    measured_at: str | None = Field(default=None, description="when its last start ended (UTC)")
 
     @property
     def feasible(self) -> bool:
@@ -58,6 +59,9 @@ class MeasuredTable(BaseModel):
     command: str = ""
     machine: str = ""
     engine_version: str = ""
+    anchors: list[TableRow] = Field(default_factory=list, description=(
+        "the defaults measured again while the table was built: how far the machine's speed "
+        "drifted between its first row and its last"))
 
     @classmethod
     def load(cls, path: Path) -> MeasuredTable:
@@ -77,6 +81,11 @@ class MeasuredTable(BaseModel):
 
     def best_cost(self) -> float:
         return min(r.true_cost for r in self.rows if r.feasible)
+
+    def drift(self) -> float | None:
+        """The defaults' mean cost over the build, highest / lowest - 1 (None: measured once)."""
+        means = [r.true_cost for r in [*self.rows, *self.anchors] if r.defaults and r.feasible]
+        return max(means) / min(means) - 1 if len(means) > 1 else None
 
 
 @dataclass

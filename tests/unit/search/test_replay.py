@@ -78,3 +78,12 @@ def test_an_incomplete_table_is_refused() -> None:
 def test_an_unknown_sampler_names_the_known_ones() -> None:
     with pytest.raises(ValueError, match="use one of: tpe, "):
         make_sampler("smac", seed=0, trials=5)
+
+
+def test_a_table_says_how_far_its_defaults_drifted_while_it_was_built() -> None:
+    t = table()
+    assert t.drift() is None  # the defaults measured once
+    t.anchors.append(TableRow(config={"batch": 8, "mode": "a"}, outcome="ok",
+                              costs=[1.65, 1.65], defaults=True))
+    assert t.drift() == pytest.approx(0.1)
+    assert t.best_cost() == pytest.approx(1.0)  # anchors are not rows of the grid
