@@ -38,6 +38,9 @@ class TableRow(BaseModel):
     rejected_before_launch: bool = False
     defaults: bool = False
     measured_at: str | None = Field(default=None, description="when its last start ended (UTC)")
+    machine_speed: dict[str, float] = Field(default_factory=dict, description=(
+        "the machine's own speed just before the row, engine stopped (matmul GFLOP/s, "
+        "memory copy GB/s): whether a drift of the anchors is the machine's"))
 
     @property
     def feasible(self) -> bool:
