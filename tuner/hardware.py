@@ -156,6 +156,21 @@ def _cpu_flags() -> list[str]:
     return []
 
 
+IDENTITY_FLAGS = ("avx512f", "avx2", "amx_int8")
+"""The instruction sets that name a machine in a kept figure (vLLM CPU runs ~4x apart)."""
+
+
+def cpu_identity() -> str:
+    """The CPU as a kept figure names it: ``Intel(R) Xeon(R) Processor (family 6 model 167),
+    2 cores, avx512f+avx2+amx_int8``. Figures compare only between one identity's runs."""
+    first = Path("/proc/cpuinfo").read_text().split("\n\n")[0]
+    field = {k.strip(): v.strip() for k, v in (ln.split(":", 1) for ln in first.splitlines()
+                                               if ":" in ln)}
+    flags = [f for f in IDENTITY_FLAGS if f in field.get("flags", "").split()]
+    return (f"{field.get('model name', '?')} (family {field.get('cpu family', '?')} model "
+            f"{field.get('model', '?')}), {os.cpu_count()} cores, {'+'.join(flags) or 'no avx2'}")
+
+
 def _numa_nodes() -> int:
     nodes = list(Path("/sys/devices/system/node").glob("node[0-9]*"))
     return max(1, len(nodes))

@@ -27,19 +27,10 @@ from typing import Any
 
 import yaml
 
+from tuner.hardware import cpu_identity
+
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "experiments/workloads/quickstart.yaml"
-
-
-def machine() -> str:
-    info = Path("/proc/cpuinfo").read_text()
-    first = info.split("\n\n")[0]
-    field = {k.strip(): v for k, v in (ln.split(":", 1) for ln in first.splitlines() if ":" in ln)}
-    flags = field.get("flags", "").split()
-    kept = [f for f in ("avx512f", "avx2", "amx_int8") if f in flags]
-    return (f"{field.get('model name', '?').strip()} (family {field.get('cpu family', '?').strip()}"
-            f" model {field.get('model', '?').strip()}), {os.cpu_count()} cores, "
-            f"{'+'.join(kept) or 'no avx2'}")
 
 
 def variant(spec: str, name: str, folder: Path) -> Path:
@@ -109,7 +100,7 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=ROOT).stdout.strip()
     print(f"# {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, commit {commit}; "
-          f"{machine()}; {args.engine} defaults on the quickstart workload", flush=True)
+          f"{cpu_identity()}; {args.engine} defaults on the quickstart workload", flush=True)
     done: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
     for i in range(args.rounds):
         for name in ("A", "B") if i % 2 == 0 else ("B", "A"):

@@ -28,20 +28,10 @@ from typing import Any
 import numpy as np
 import yaml
 
+from tuner.hardware import cpu_identity
 from tuner.search.replay import MeasuredTable, TableRow
 
 HERE = Path(__file__).parent
-
-
-def machine() -> str:
-    """The CPU as a row of the table names it: model, family and model number, cores, the
-    instruction sets that change an engine's speed. Only rows of one machine make a table."""
-    first = Path("/proc/cpuinfo").read_text().split("\n\n")[0]
-    field = {k.strip(): v.strip() for k, v in (ln.split(":", 1) for ln in first.splitlines()
-                                               if ":" in ln)}
-    flags = [f for f in ("avx512f", "avx2", "amx_int8") if f in field.get("flags", "").split()]
-    return (f"{field.get('model name', '?')} (family {field.get('cpu family', '?')} model "
-            f"{field.get('model', '?')}), {os.cpu_count()} cores, {'+'.join(flags) or 'no avx2'}")
 
 
 def machine_speed() -> dict[str, float]:
@@ -114,11 +104,12 @@ def main() -> None:
     workload = args.workload or (args.grid.parent / grid.get("workload", "workload.yaml"))
     path = args.table or HERE / f"table-{engine}.json"
     run_dir = HERE / "run" / path.stem
+    here = cpu_identity()
     table = (MeasuredTable.load(path) if path.is_file() else MeasuredTable(
         engine=engine, knobs=knobs, rows=[], workload=str(workload),
-        command=" ".join(["python", *sys.argv]), machine=machine()))
-    if table.rows and table.machine != machine():
-        sys.exit(f"{path}: measured on {table.machine}, this is {machine()}: its rows and "
+        command=" ".join(["python", *sys.argv]), machine=here))
+    if table.rows and table.machine != here:
+        sys.exit(f"{path}: measured on {table.machine}, this is {here}: its rows and "
                  "this machine's would not compare; give a new --table for this machine")
     done = {json.dumps(table.key(r.config)) for r in table.rows if not r.defaults}
     todo: list[dict[str, Any] | None] = [] if any(r.defaults for r in table.rows) else [None]

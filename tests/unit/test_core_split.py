@@ -93,3 +93,14 @@ def test_a_confined_container_gets_a_cpuset(tmp_path: Path) -> None:
                                cache_root=tmp_path)
     assert "cpuset_cpus" not in kwargs
     assert kwargs["environment"]["VLLM_CPU_OMP_THREADS_BIND"] == "0-2"
+
+
+def test_the_cpu_identity_names_its_model_cores_and_instruction_sets() -> None:
+    from tuner.hardware import IDENTITY_FLAGS, cpu_identity
+
+    text = cpu_identity()
+    assert f", {os.cpu_count()} cores, " in text
+    assert "(family " in text
+    assert " model " in text
+    named = text.rsplit(", ", 1)[1]
+    assert named == "no avx2" or set(named.split("+")) <= set(IDENTITY_FLAGS)

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from tuner.metrics.bootstrap import Interval
 from tuner.search.outcome import TrialResult
 from tuner.search.pareto import TradeOff
-from tuner.search.remeasure import Remeasured, RemeasureOutcome
+from tuner.search.remeasure import Remeasured, RemeasureOutcome, unresolved_step
 
 
 class NoiseFloor(BaseModel):
@@ -31,8 +31,8 @@ def noise_floor(defaults: TrialResult | None, remeasured: Remeasured | None
     step apart. The largest."""
     found: list[NoiseFloor] = []
     step = defaults.capacity.estimate if defaults is not None and defaults.capacity else None
-    if step is not None and step.high is not None and not step.interpolated and step.low > 0:
-        found.append(NoiseFloor(value=(step.high - step.low) / step.low, source=(
+    if step is not None and (width := unresolved_step(step)) is not None:
+        found.append(NoiseFloor(value=width, source=(
             f"the capacity search's step: the defaults passed load {step.low:.3g} and failed "
             f"{step.high:.3g}, nothing measured between")))
     if remeasured is not None and remeasured.unresolved_step is not None:
