@@ -97,7 +97,8 @@ def main() -> None:
         "early is a uniform sample of the grid (default: grid order)"))
     parser.add_argument("--anchor-every", type=int, default=8, metavar="N", help=(
         "measure the defaults again after every N configurations (the table's anchors: how "
-        "far the machine drifted while the table was built)"))
+        "far the machine drifted while the table was built), and once after the last "
+        "configuration"))
     args = parser.parse_args()
     grid = yaml.safe_load(args.grid.read_text())
     engine, knobs = grid["engine"], grid["knobs"]
@@ -127,6 +128,21 @@ def main() -> None:
         tmp.write_text(table.model_dump_json(indent=1) + "\n")
         tmp.replace(path)
 
+    def anchor() -> None:
+        """The defaults measured again, into the table's anchors."""
+        t0 = time.monotonic()
+        speed = machine_speed()
+        report = measure(engine, None, workload, args.model, args.repeats,
+                         run_dir / f"anchor-{len(table.anchors) + 1}")
+        table.anchors.append(row_of(report, report["config"], True))
+        table.anchors[-1].machine_speed = speed
+        save()
+        drift = table.drift()
+        print(f"anchor {len(table.anchors)} (the defaults again): "
+              f"{', '.join(f'{c:.4g}' for c in table.anchors[-1].costs)}; drift so far "
+              f"{'?' if drift is None else f'{drift:.1%}'} "
+              f"({time.monotonic() - t0:.0f}s)", flush=True)
+
     for i, config in enumerate(todo):
         t0 = time.monotonic()
         name = "defaults" if config is None else "-".join(str(v) for v in config.values())
@@ -143,18 +159,10 @@ def main() -> None:
               f"{speed['matmul_gflops']:g} GFLOP/s, {speed['copy_gb_s']:g} GB/s)", flush=True)
         configs = sum(not r.defaults for r in table.rows)
         if args.anchor_every > 0 and len(table.anchors) < configs // args.anchor_every:
-            t0 = time.monotonic()
-            speed = machine_speed()
-            report = measure(engine, None, workload, args.model, args.repeats,
-                             run_dir / f"anchor-{len(table.anchors) + 1}")
-            table.anchors.append(row_of(report, report["config"], True))
-            table.anchors[-1].machine_speed = speed
-            save()
-            drift = table.drift()
-            print(f"anchor {len(table.anchors)} (the defaults again): "
-                  f"{', '.join(f'{c:.4g}' for c in table.anchors[-1].costs)}; drift so far "
-                  f"{'?' if drift is None else f'{drift:.1%}'} "
-                  f"({time.monotonic() - t0:.0f}s)", flush=True)
+            anchor()
+    last = max((r.measured_at or "" for r in table.rows), default="")
+    if args.anchor_every > 0 and table.anchors and last > (table.anchors[-1].measured_at or ""):
+        anchor()  # the closing one: the rows after the last anchor have one after them too
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """Replay every sampler against a measured table, many seeds each, and print how they did.
 
-For each sampler (and TPE without constraints, and each with intensification) over ``--seeds``
-replayed studies: the trials needed to first measure a configuration within 5% of the table's
-best (median and 90th percentile; a study that never gets there counts as more than the
-budget), the true cost of the pick after 10 and 20 trials relative to the table's best
-(median), and how often the final pick is within 5% of the best once its noise is removed.
+For each sampler (and grid order, TPE without constraints, and each with intensification),
+over ``--seeds`` replayed studies: the trials needed to first measure a configuration within
+5% of the table's best (median and 90th percentile; a study that never gets there counts as
+more than the budget), the true cost of the pick after 10 and 20 trials relative to the
+table's best (median), and how often the final pick is within 5% of the best once its noise
+is removed. A table whose defaults were measured again while it was built (its anchors) is
+replayed twice: as measured, and with each row scaled by the defaults' drift at its time.
 Runs in seconds to minutes; its output is kept in results-<engine>.txt.
 
 Run: .venv/bin/python experiments/search-efficiency/compare_samplers.py [--table ...]
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tuner.search.replay import MeasuredTable, replay
+from tuner.search.replay import GRID_ORDER, MeasuredTable, replay
 from tuner.search.samplers import SAMPLERS
 
 HERE = Path(__file__).parent
@@ -31,32 +33,48 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=20)
     args = parser.parse_args()
     table = MeasuredTable.load(args.table)
-    best = table.best_cost()
     feasible = sum(r.feasible for r in table.rows if not r.defaults)
     print(f"table: {args.table.name}, {table.engine} {table.engine_version}, {table.machine}")
     print(f"grid: {table.grid_size()} configurations ({feasible} met the SLOs), knobs "
-          f"{', '.join(table.knobs)}; best true cost {best:.4g}; {args.seeds} seeds, "
-          f"budget {args.budget} trials")
+          f"{', '.join(table.knobs)}; {args.seeds} seeds, budget {args.budget} trials")
+    compare(table, "as measured", args.seeds, args.budget)
     drift = table.drift()
     if drift is not None:
-        print(f"drift: the defaults' mean cost moved {drift:.1%} over the build "
-              f"({1 + len(table.anchors)} measurements of them)")
+        print(f"\ndrift: the defaults' mean cost moved {drift:.1%} over the build "
+              f"({1 + len(table.anchors)} measurements of them); each row scaled by the "
+              "defaults' cost at its time, interpolated between those measurements:")
+        compare(table.drift_corrected(), "drift-corrected", args.seeds, args.budget)
+
+
+def compare(table: MeasuredTable, label: str, seeds: int, budget: int) -> None:
+    """Print the table's best configurations, then how every sampler did replayed on it."""
+    best = table.best_cost()
+    ranked = sorted((r for r in table.rows if r.feasible and not r.defaults),
+                    key=lambda r: r.true_cost)
+    within = sum(r.true_cost <= best * WITHIN for r in ranked)
+    defaults = next((table.lookup().get(table.key(r.config)) for r in table.rows
+                     if r.defaults), None)  # their grid point, as a study measures them
+    print(f"\n{label}: best true cost {best:.4g}; {within} configuration(s) within 5% of it"
+          + (f"; the defaults {defaults.true_cost / best:.3f} x best" if defaults else ""))
+    for r in ranked[:5]:
+        print(f"  {r.true_cost / best:.3f}  {r.config}  (starts: "
+              f"{', '.join(f'{c:.4g}' for c in r.costs)})")
     print(f"{'sampler':<28}{'to 5%: p50':>11}{'p90':>6}{'pick@10':>9}{'pick@20':>9}"
           f"{'final within 5%':>17}")
-    variants = [(name, True, False) for name in SAMPLERS]
+    variants = [(name, True, False) for name in SAMPLERS] + [(GRID_ORDER, True, False)]
     variants += [("tpe", False, False)] + [(name, True, True) for name in SAMPLERS]
     for name, constraints, intensify in variants:
-        runs = [replay(table, name, seed=s, trials=args.budget, constraints=constraints,
-                       intensify=intensify) for s in range(args.seeds)]
-        reach = [r.trials_to(best * WITHIN) or args.budget + 1 for r in runs]
+        runs = [replay(table, name, seed=s, trials=budget, constraints=constraints,
+                       intensify=intensify) for s in range(seeds)]
+        reach = [r.trials_to(best * WITHIN) or budget + 1 for r in runs]
         at = {k: float(np.median([r.picked[min(k, len(r.picked)) - 1] / best for r in runs]))
               for k in (10, 20)}
         final = np.mean([r.picked[-1] <= best * WITHIN for r in runs])
-        label = name + ("" if constraints else " (no constraints)") + (
-            " + intensify" if intensify else "")
+        label = ("grid order" if name == GRID_ORDER else name) + (
+            "" if constraints else " (no constraints)") + (" + intensify" if intensify else "")
         p90 = int(np.percentile(reach, 90))
         print(f"{label:<28}{np.median(reach):>11.1f}{p90:>6}{at[10]:>9.3f}{at[20]:>9.3f}"
-              f"{final:>17.0%}")
+              f"{final:>17.0%}", flush=True)
 
 
 if __name__ == "__main__":

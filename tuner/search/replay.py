@@ -9,13 +9,16 @@ the defaults go first when they are a grid point, infeasible trials carry constr
 configurations rejected before launch do not count toward the budget. With ``intensify``, a
 trial that looks better than the incumbent is measured again (counted toward the budget)
 before it can become the incumbent, and the incumbent is the configuration with the lowest
-mean of its measurements.
+mean of its measurements. A table built over hours on a machine whose speed drifted can be
+scaled by the defaults measured again while it was built (``drift_corrected``).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,10 @@ from pydantic import BaseModel, Field
 
 from tuner.search.samplers import make_sampler
 from tuner.search.study import FAILED_COST
+
+GRID_ORDER = "grid"
+"""Not a sampler of ``tune``: the grid's configurations one after another, in the order of its
+knobs' values (the defaults first), as a hand-run grid goes."""
 
 
 class TableRow(BaseModel):
@@ -83,12 +90,49 @@ class MeasuredTable(BaseModel):
         return self.grid_size() - len(self.lookup())
 
     def best_cost(self) -> float:
-        return min(r.true_cost for r in self.rows if r.feasible)
+        """The lowest true cost of a grid configuration (the defaults' own row, measured
+        apart from their grid point, is not one a study can find)."""
+        return min(r.true_cost for r in self.lookup().values() if r.feasible)
 
     def drift(self) -> float | None:
         """The defaults' mean cost over the build, highest / lowest - 1 (None: measured once)."""
-        means = [r.true_cost for r in [*self.rows, *self.anchors] if r.defaults and r.feasible]
+        means = [r.true_cost for r in self._defaults_measured()]
         return max(means) / min(means) - 1 if len(means) > 1 else None
+
+    def drift_corrected(self) -> MeasuredTable:
+        """The table with each row's costs scaled as the defaults' cost moved while it was built.
+
+        The defaults' measurements (their row and the anchors) give the machine's cost factor
+        over time: a row measured at time t is scaled by (the defaults' mean over the build) /
+        (the defaults' cost at t, interpolated between the two measurements of them around t;
+        before the first or after the last, the nearest). The drift is taken to be the
+        machine's and the same for every configuration; a row with no time stays as measured.
+        """
+        anchors = sorted((_seconds(r.measured_at), r.true_cost)
+                         for r in self._defaults_measured() if r.measured_at)
+        if len(anchors) < 2:
+            return self.model_copy(deep=True)
+        times, costs = np.array(anchors).T
+        reference = float(np.mean(costs))
+
+        def corrected(row: TableRow) -> TableRow:
+            if not row.measured_at or not row.costs:
+                return row.model_copy(deep=True)
+            factor = reference / float(np.interp(_seconds(row.measured_at), times, costs))
+            return row.model_copy(update={"costs": [c * factor for c in row.costs]}, deep=True)
+
+        return self.model_copy(update={"rows": [corrected(r) for r in self.rows],
+                                       "anchors": [corrected(r) for r in self.anchors]},
+                               deep=True)
+
+    def _defaults_measured(self) -> list[TableRow]:
+        return [r for r in [*self.rows, *self.anchors] if r.defaults and r.feasible]
+
+
+def _seconds(stamp: str | None) -> float:
+    """Seconds since the epoch of a row's UTC time stamp (2026-12-02T00:29:47Z)."""
+    return datetime.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=UTC).timestamp()
 
 
 @dataclass
@@ -105,18 +149,27 @@ class Replayed:
 
 def replay(table: MeasuredTable, sampler: str, *, seed: int, trials: int,
            constraints: bool = True, intensify: bool = False) -> Replayed:
-    """Replay one study of ``trials`` launched trials (re-measurements included)."""
+    """Replay one study of ``trials`` launched trials (re-measurements included) with the
+    sampler of ``tune`` called ``sampler``, or in grid order (``GRID_ORDER``)."""
     if table.missing():
         raise ValueError(f"the table lacks {table.missing()} of {table.grid_size()} grid "
                          "configurations; replay a complete grid")
     rows = table.lookup()
     rng = np.random.default_rng(seed)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction="minimize",
-                                sampler=make_sampler(sampler, seed=seed, trials=trials))
+    in_order = sampler == GRID_ORDER
+    study = optuna.create_study(direction="minimize", sampler=(
+        optuna.samplers.RandomSampler(seed=seed) if in_order
+        else make_sampler(sampler, seed=seed, trials=trials)))
     defaults = next((r for r in table.rows if r.defaults), None)
+    first = None
     if defaults is not None and table.key(defaults.config) in rows:
+        first = table.key(defaults.config)
         study.enqueue_trial({k: defaults.config[k] for k in table.knobs})
+    if in_order:
+        for values in itertools.product(*table.knobs.values()):
+            if values != first:
+                study.enqueue_trial(dict(zip(table.knobs, values, strict=True)))
     seen: dict[tuple[Any, ...], list[float]] = {}
     out = Replayed()
     launched = rejected = 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tuner.search.replay import MeasuredTable, TableRow, replay
+from tuner.search.replay import GRID_ORDER, MeasuredTable, TableRow, replay
 from tuner.search.samplers import SAMPLERS, make_sampler
 
 
@@ -87,3 +87,39 @@ def test_a_table_says_how_far_its_defaults_drifted_while_it_was_built() -> None:
                               costs=[1.65, 1.65], defaults=True))
     assert t.drift() == pytest.approx(0.1)
     assert t.best_cost() == pytest.approx(1.0)  # anchors are not rows of the grid
+
+
+def test_drift_correction_scales_each_row_by_the_defaults_around_it() -> None:
+    t = table()
+    defaults = next(r for r in t.rows if r.defaults)
+    defaults.measured_at = "2026-12-02T00:00:00Z"  # the defaults: 1.5, then 1.8 an hour later
+    t.anchors.append(TableRow(config=defaults.config, outcome="ok", costs=[1.8, 1.8],
+                              defaults=True, measured_at="2026-12-02T01:00:00Z"))
+    early, middle, late = (next(r for r in t.rows if r.config == {"batch": b, "mode": "b"})
+                           for b in (4, 8, 16))
+    early.measured_at = "2026-11-30T00:00:00Z"  # before the first anchor: its factor
+    middle.measured_at = "2026-12-02T00:30:00Z"  # half way: the defaults cost 1.65 then
+    late.measured_at = None  # no time: as measured
+    fixed = t.drift_corrected()
+    by = {(r.config["batch"], r.config["mode"]): r for r in fixed.rows if not r.defaults}
+    assert by[(4, "b")].costs == pytest.approx([c * 1.65 / 1.5 for c in early.costs])
+    assert by[(8, "b")].costs == pytest.approx(middle.costs)
+    assert by[(16, "b")].costs == late.costs
+    assert next(r for r in fixed.rows if r.defaults).true_cost == pytest.approx(1.65)
+    assert fixed.drift() == pytest.approx(0.0)
+    assert t.drift() == pytest.approx(0.2)  # the table itself is left as measured
+
+
+def test_a_table_with_one_measurement_of_its_defaults_is_not_corrected() -> None:
+    t = table()
+    assert t.drift_corrected().rows == t.rows
+
+
+def test_grid_order_measures_the_defaults_then_the_grid_in_order() -> None:
+    t = table()
+    run = replay(t, GRID_ORDER, seed=0, trials=16)
+    # the defaults (batch 8, a), batch 1 (infeasible), 2 a-c, 4 a, then 4 b (1.4) 9th; batch
+    # 8 a is the defaults, so 8 b (1.2) is 11th, 8 c, 16 a, then the best (16 b) 14th
+    assert run.found[0] == pytest.approx(1.5)
+    assert [run.trials_to(c) for c in (1.45, 1.25, 1.05)] == [9, 11, 14]
+    assert replay(t, GRID_ORDER, seed=1, trials=16).found == run.found
