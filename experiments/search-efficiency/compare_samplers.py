@@ -49,7 +49,7 @@ def main() -> None:
 def compare(table: MeasuredTable, label: str, seeds: int, budget: int) -> None:
     """Print the table's best configurations, then how every sampler did replayed on it."""
     best = table.best_cost()
-    ranked = sorted((r for r in table.rows if r.feasible and not r.defaults),
+    ranked = sorted((r for r in table.lookup().values() if r.feasible),
                     key=lambda r: r.true_cost)
     within = sum(r.true_cost <= best * WITHIN for r in ranked)
     defaults = next((table.lookup().get(table.key(r.config)) for r in table.rows
@@ -70,10 +70,10 @@ def compare(table: MeasuredTable, label: str, seeds: int, budget: int) -> None:
         at = {k: float(np.median([r.picked[min(k, len(r.picked)) - 1] / best for r in runs]))
               for k in (10, 20)}
         final = np.mean([r.picked[-1] <= best * WITHIN for r in runs])
-        label = ("grid order" if name == GRID_ORDER else name) + (
+        shown = ("grid order" if name == GRID_ORDER else name) + (
             "" if constraints else " (no constraints)") + (" + intensify" if intensify else "")
         p90 = int(np.percentile(reach, 90))
-        print(f"{label:<28}{np.median(reach):>11.1f}{p90:>6}{at[10]:>9.3f}{at[20]:>9.3f}"
+        print(f"{shown:<28}{np.median(reach):>11.1f}{p90:>6}{at[10]:>9.3f}{at[20]:>9.3f}"
               f"{final:>17.0%}", flush=True)
 
 
