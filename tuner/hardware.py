@@ -131,14 +131,18 @@ def split_cores(cpus: list[int]) -> tuple[list[int], list[int]]:
     return cpus[:-client], cpus[-client:]
 
 
-def _cpu_model() -> str:
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's fields in /proc/cpuinfo (none where it cannot be read)."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        first = Path("/proc/cpuinfo").read_text().split("\n\n")[0]
     except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        return {}
+    return {k.strip(): v.strip() for k, v in (ln.split(":", 1) for ln in first.splitlines()
+                                              if ":" in ln)}
+
+
+def _cpu_model() -> str:
+    return _cpuinfo().get("model name") or platform.processor() or platform.machine()
 
 
 CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile")
@@ -146,14 +150,8 @@ CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile")
 
 
 def _cpu_flags() -> list[str]:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                have = set(line.split(":", 1)[1].split())
-                return [f for f in CPU_FLAGS if f in have]
-    except OSError:
-        pass
-    return []
+    have = set(_cpuinfo().get("flags", "").split())
+    return [f for f in CPU_FLAGS if f in have]
 
 
 IDENTITY_FLAGS = ("avx512f", "avx2", "amx_int8")
@@ -163,9 +161,7 @@ IDENTITY_FLAGS = ("avx512f", "avx2", "amx_int8")
 def cpu_identity() -> str:
     """The CPU as a kept figure names it: ``Intel(R) Xeon(R) Processor (family 6 model 167),
     2 cores, avx512f+avx2+amx_int8``. Figures compare only between one identity's runs."""
-    first = Path("/proc/cpuinfo").read_text().split("\n\n")[0]
-    field = {k.strip(): v.strip() for k, v in (ln.split(":", 1) for ln in first.splitlines()
-                                               if ":" in ln)}
+    field = _cpuinfo()
     flags = [f for f in IDENTITY_FLAGS if f in field.get("flags", "").split()]
     return (f"{field.get('model name', '?')} (family {field.get('cpu family', '?')} model "
             f"{field.get('model', '?')}), {os.cpu_count()} cores, {'+'.join(flags) or 'no avx2'}")
