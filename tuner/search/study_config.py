@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from tuner.search.samplers import DEFAULT_SAMPLER, SAMPLERS
+from tuner.errors import ConfigError
+from tuner.search.samplers import SAMPLERS, check_runnable, default_sampler
 from tuner.validation import StrictModel
 
 
@@ -34,8 +35,9 @@ class StudyConfig(StrictModel):
     seed: int = Field(default=0, ge=0)
     intensify: bool = Field(default=False, description="measure a trial that beats the "
                             "incumbent again on a fresh start before it can lead")
-    sampler: str = Field(default=DEFAULT_SAMPLER, description="the search's sampler: "
-                         + ", ".join(SAMPLERS))
+    sampler: str = Field(default_factory=default_sampler, description="the search's sampler: "
+                         + ", ".join(SAMPLERS) + "; default: gp where torch is installed, else "
+                         "tpe")
     remeasure_top: int = Field(default=2, ge=0, le=20)
     remeasure_repeats: int = Field(default=2, ge=1, le=20)
     enqueue: list[dict[str, Any]] = Field(default_factory=list,
@@ -52,10 +54,11 @@ class StudyConfig(StrictModel):
 
     @field_validator("sampler")
     @classmethod
-    def _known_sampler(cls, value: str) -> str:
-        if value not in SAMPLERS:
-            raise ValueError(f"unknown sampler {value!r}; use one of: {', '.join(SAMPLERS)}")
-        return value
+    def _runnable_sampler(cls, value: str) -> str:
+        try:
+            return check_runnable(value)
+        except ConfigError as exc:  # told as this field's error
+            raise ValueError(str(exc)) from None
 
     @property
     def name(self) -> str:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tuner.search.replay import GRID_ORDER, MeasuredTable, TableRow, replay
-from tuner.search.samplers import SAMPLERS, make_sampler
+from tuner.search.samplers import SAMPLERS
 
 
 def table(*, noisy_decoy: bool = False) -> MeasuredTable:
@@ -73,11 +73,6 @@ def test_an_incomplete_table_is_refused() -> None:
     t.rows = t.rows[3:]
     with pytest.raises(ValueError, match="lacks 3 of 18"):
         replay(t, "tpe", seed=0, trials=5)
-
-
-def test_an_unknown_sampler_names_the_known_ones() -> None:
-    with pytest.raises(ValueError, match="use one of: tpe, "):
-        make_sampler("smac", seed=0, trials=5)
 
 
 def test_a_table_says_how_far_its_defaults_drifted_while_it_was_built() -> None:
