@@ -7,7 +7,11 @@ more than the budget), the true cost of the pick after 10 and 20 trials relative
 table's best (median), and how often the final pick is within 5% of the best once its noise
 is removed. A table whose defaults were measured again while it was built (its anchors) is
 replayed twice: as measured, and with each row scaled by the defaults' drift at its time.
-Runs in seconds to minutes; its output is kept in results-<engine>.txt.
+``--encoding`` says how numeric knobs are asked (``tuner.search.replay.ENCODINGS``: ordinal,
+the default; log-range, as a study's space asks sizes; categorical, as the replay did before
+2026-12-02). ``--startup N`` sets the random trials before TPE and GP
+model (``tune``'s: 5); ``--samplers`` limits the variants to those named as printed.
+Runs in seconds to minutes; its output is kept in results-<engine>*.txt.
 
 Run: .venv/bin/python experiments/search-efficiency/compare_samplers.py [--table ...]
 """
@@ -15,12 +19,13 @@ Run: .venv/bin/python experiments/search-efficiency/compare_samplers.py [--table
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from tuner.search.replay import GRID_ORDER, MeasuredTable, replay
-from tuner.search.samplers import SAMPLERS
+from tuner.search.replay import ENCODINGS, GRID_ORDER, MeasuredTable, replay
+from tuner.search.samplers import SAMPLERS, STARTUP_TRIALS
 
 HERE = Path(__file__).parent
 WITHIN = 1.05
@@ -31,22 +36,48 @@ def main() -> None:
     parser.add_argument("--table", type=Path, default=HERE / "table-llamacpp.json")
     parser.add_argument("--seeds", type=int, default=50)
     parser.add_argument("--budget", type=int, default=20)
+    parser.add_argument("--encoding", choices=ENCODINGS, default="ordinal",
+                        help="how numeric knobs are asked")
+    parser.add_argument("--startup", type=int, default=STARTUP_TRIALS,
+                        help="random trials before TPE and GP model")
+    parser.add_argument("--samplers", default="",
+                        help="comma-separated variants to replay, as the table names them "
+                        "(e.g. 'gp,tpe,random,grid order,gp + intensify'); default: all")
     args = parser.parse_args()
     table = MeasuredTable.load(args.table)
     feasible = sum(r.feasible for r in table.rows if not r.defaults)
+    how = Replay(args.seeds, args.budget, args.encoding, args.startup,
+                 [n for n in args.samplers.split(",") if n])
     print(f"table: {args.table.name}, {table.engine} {table.engine_version}, {table.machine}")
     print(f"grid: {table.grid_size()} configurations ({feasible} met the SLOs), knobs "
-          f"{', '.join(table.knobs)}; {args.seeds} seeds, budget {args.budget} trials")
-    compare(table, "as measured", args.seeds, args.budget)
+          f"{', '.join(table.knobs)}; {args.seeds} seeds, budget {args.budget} trials; "
+          f"numeric knobs asked {how.encoding}; {args.startup} "
+          "random trials before TPE and GP model")
+    compare(table, "as measured", how)
     drift = table.drift()
     if drift is not None:
         print(f"\ndrift: the defaults' mean cost moved {drift:.1%} over the build "
               f"({1 + len(table.anchors)} measurements of them); each row scaled by the "
               "defaults' cost at its time, interpolated between those measurements:")
-        compare(table.drift_corrected(), "drift-corrected", args.seeds, args.budget)
+        compare(table.drift_corrected(), "drift-corrected", how)
 
 
-def compare(table: MeasuredTable, label: str, seeds: int, budget: int) -> None:
+@dataclass(frozen=True)
+class Replay:
+    """How every variant is replayed: seeds, budget, the knobs' encoding, startup trials, and
+    which variants (empty: all)."""
+
+    seeds: int
+    budget: int
+    encoding: str
+    startup: int
+    only: list[str]
+
+    def wanted(self, shown: str) -> bool:
+        return not self.only or shown in self.only
+
+
+def compare(table: MeasuredTable, label: str, how: Replay) -> None:
     """Print the table's best configurations, then how every sampler did replayed on it."""
     best = table.best_cost()
     ranked = sorted((r for r in table.lookup().values() if r.feasible),
@@ -64,14 +95,18 @@ def compare(table: MeasuredTable, label: str, seeds: int, budget: int) -> None:
     variants = [(name, True, False) for name in SAMPLERS] + [(GRID_ORDER, True, False)]
     variants += [("tpe", False, False)] + [(name, True, True) for name in SAMPLERS]
     for name, constraints, intensify in variants:
+        shown = ("grid order" if name == GRID_ORDER else name) + (
+            "" if constraints else " (no constraints)") + (" + intensify" if intensify else "")
+        if not how.wanted(shown):
+            continue
+        budget = how.budget
         runs = [replay(table, name, seed=s, trials=budget, constraints=constraints,
-                       intensify=intensify) for s in range(seeds)]
+                       intensify=intensify, encoding=how.encoding, startup=how.startup)
+                for s in range(how.seeds)]
         reach = [r.trials_to(best * WITHIN) or budget + 1 for r in runs]
         at = {k: float(np.median([r.picked[min(k, len(r.picked)) - 1] / best for r in runs]))
               for k in (10, 20)}
         final = np.mean([r.picked[-1] <= best * WITHIN for r in runs])
-        shown = ("grid order" if name == GRID_ORDER else name) + (
-            "" if constraints else " (no constraints)") + (" + intensify" if intensify else "")
         p90 = int(np.percentile(reach, 90))
         print(f"{shown:<28}{np.median(reach):>11.1f}{p90:>6}{at[10]:>9.3f}{at[20]:>9.3f}"
               f"{final:>17.0%}", flush=True)

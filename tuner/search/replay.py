@@ -26,7 +26,7 @@ import numpy as np
 import optuna
 from pydantic import BaseModel, Field
 
-from tuner.search.samplers import make_sampler
+from tuner.search.samplers import STARTUP_TRIALS, make_sampler
 from tuner.search.study import FAILED_COST
 
 GRID_ORDER = "grid"
@@ -148,9 +148,11 @@ class Replayed:
 
 
 def replay(table: MeasuredTable, sampler: str, *, seed: int, trials: int,
-           constraints: bool = True, intensify: bool = False) -> Replayed:
+           constraints: bool = True, intensify: bool = False, encoding: str = "ordinal",
+           startup: int = STARTUP_TRIALS) -> Replayed:
     """Replay one study of ``trials`` launched trials (re-measurements included) with the
-    sampler of ``tune`` called ``sampler``, or in grid order (``GRID_ORDER``)."""
+    sampler of ``tune`` called ``sampler`` (modelling after ``startup`` random trials), or in
+    grid order (``GRID_ORDER``), its numeric knobs asked as ``encoding`` says (``ENCODINGS``)."""
     if table.missing():
         raise ValueError(f"the table lacks {table.missing()} of {table.grid_size()} grid "
                          "configurations; replay a complete grid")
@@ -160,16 +162,17 @@ def replay(table: MeasuredTable, sampler: str, *, seed: int, trials: int,
     in_order = sampler == GRID_ORDER
     study = optuna.create_study(direction="minimize", sampler=(
         optuna.samplers.RandomSampler(seed=seed) if in_order
-        else make_sampler(sampler, seed=seed, trials=trials)))
+        else make_sampler(sampler, seed=seed, trials=trials, startup=startup)))
     defaults = next((r for r in table.rows if r.defaults), None)
     first = None
     if defaults is not None and table.key(defaults.config) in rows:
         first = table.key(defaults.config)
-        study.enqueue_trial({k: defaults.config[k] for k in table.knobs})
+        study.enqueue_trial(params_of(defaults.config, table.knobs, encoding))
     if in_order:
         for values in itertools.product(*table.knobs.values()):
             if values != first:
-                study.enqueue_trial(dict(zip(table.knobs, values, strict=True)))
+                study.enqueue_trial(params_of(dict(zip(table.knobs, values, strict=True)),
+                                              table.knobs, encoding))
     seen: dict[tuple[Any, ...], list[float]] = {}
     out = Replayed()
     launched = rejected = 0
@@ -194,7 +197,7 @@ def replay(table: MeasuredTable, sampler: str, *, seed: int, trials: int,
 
     while launched < trials and rejected < 4 * trials:
         trial = study.ask()
-        config = {k: trial.suggest_categorical(k, v) for k, v in table.knobs.items()}
+        config = suggest_config(trial, table.knobs, encoding=encoding)
         row = rows[table.key(config)]
         if constraints:
             trial.set_constraint("feasible", 0.0 if row.feasible else 1.0)
@@ -216,6 +219,52 @@ def replay(table: MeasuredTable, sampler: str, *, seed: int, trials: int,
         study.tell(trial, value)
         best_found = record(best_found, row)
     return out
+
+
+ENCODINGS = ("ordinal", "log-range", "categorical")
+"""How a replay asks a numeric knob of the grid (booleans and names are always categorical):
+``ordinal``, the index of its grid value as an int range, so every grid value is as likely to
+a random draw as with a categorical and a sampler that models order (GP, TPE) sees it;
+``log-range``, as the engines' search spaces declare sizes (an int range over the grid's
+values on a log scale), answered by the nearest grid value: closest to a study, but a grid
+value's share of the range (half a step at either end) sets how often a random draw lands on
+it; ``categorical``, its grid values unordered."""
+
+
+def suggest_config(trial: optuna.Trial, knobs: dict[str, list[Any]], *,
+                   encoding: str = "ordinal") -> dict[str, Any]:
+    """A grid configuration asked of ``trial``, its numeric knobs asked as ``encoding`` says
+    (``ENCODINGS``)."""
+    if encoding not in ENCODINGS:
+        raise ValueError(f"unknown encoding {encoding!r}; use one of: {', '.join(ENCODINGS)}")
+    config = {}
+    for name, values in knobs.items():
+        if encoding == "categorical" or not _numeric(values):
+            config[name] = trial.suggest_categorical(name, values)
+        elif encoding == "ordinal":
+            ordered = sorted(values)
+            config[name] = ordered[trial.suggest_int(name, 0, len(ordered) - 1)]
+        else:
+            low, high, log = min(values), max(values), min(values) > 0
+            asked: float = (trial.suggest_int(name, low, high, log=log)
+                            if all(isinstance(v, int) for v in values)
+                            else trial.suggest_float(name, low, high, log=log))
+            scale = np.log if log else (lambda v: v)
+            config[name] = min(values, key=lambda v: abs(scale(v) - scale(asked)))
+    return config
+
+
+def params_of(config: dict[str, Any], knobs: dict[str, list[Any]], encoding: str
+              ) -> dict[str, Any]:
+    """The parameters ``suggest_config`` asks to get the grid configuration ``config`` (to
+    enqueue it)."""
+    return {k: sorted(v).index(config[k]) if encoding == "ordinal" and _numeric(v)
+            else config[k] for k, v in knobs.items()}
+
+
+def _numeric(values: list[Any]) -> bool:
+    return len(values) > 1 and all(isinstance(v, int | float) and not isinstance(v, bool)
+                                   for v in values)
 
 
 def _pick(seen: dict[tuple[Any, ...], list[float]], rows: dict[tuple[Any, ...], TableRow]

@@ -27,23 +27,24 @@ STARTUP_TRIALS = 5
 """Random trials before a model-based sampler starts modelling (fewer when the study is short)."""
 
 
-def _tpe(seed: int, trials: int, *, multivariate: bool) -> optuna.samplers.BaseSampler:
-    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(STARTUP_TRIALS, trials),
+def _tpe(seed: int, startup: int, *, multivariate: bool) -> optuna.samplers.BaseSampler:
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup,
                                       multivariate=multivariate, group=multivariate)
 
 
-def _gp(seed: int, trials: int) -> optuna.samplers.BaseSampler:
-    return optuna.samplers.GPSampler(seed=seed, n_startup_trials=min(STARTUP_TRIALS, trials))
+def _gp(seed: int, startup: int) -> optuna.samplers.BaseSampler:
+    return optuna.samplers.GPSampler(seed=seed, n_startup_trials=startup)
 
 
 SAMPLERS: dict[str, Callable[[int, int], optuna.samplers.BaseSampler]] = {
-    "tpe": lambda seed, trials: _tpe(seed, trials, multivariate=False),
-    "tpe-multivariate": lambda seed, trials: _tpe(seed, trials, multivariate=True),
+    "tpe": lambda seed, startup: _tpe(seed, startup, multivariate=False),
+    "tpe-multivariate": lambda seed, startup: _tpe(seed, startup, multivariate=True),
     "gp": _gp,
-    "random": lambda seed, trials: optuna.samplers.RandomSampler(seed=seed),
-    "qmc": lambda seed, trials: optuna.samplers.QMCSampler(seed=seed, scramble=True),
+    "random": lambda seed, startup: optuna.samplers.RandomSampler(seed=seed),
+    "qmc": lambda seed, startup: optuna.samplers.QMCSampler(seed=seed, scramble=True),
 }
-"""Sampler names (``tune --sampler``) and how each is built from (seed, planned trials)."""
+"""Sampler names (``tune --sampler``) and how each is built from (seed, random trials before
+a model-based sampler models)."""
 
 BENCHMARK_CHOICE = "gp"
 """The sampler the search-efficiency benchmark chose (the default where it can run)."""
@@ -83,9 +84,12 @@ def check_runnable(name: str) -> str:
     return name
 
 
-def make_sampler(name: str, *, seed: int, trials: int) -> optuna.samplers.BaseSampler:
-    """The sampler called ``name``; a ConfigError names the known ones, or the missing torch."""
+def make_sampler(name: str, *, seed: int, trials: int, startup: int = STARTUP_TRIALS
+                 ) -> optuna.samplers.BaseSampler:
+    """The sampler called ``name`` for a study of ``trials`` trials, modelling after
+    ``startup`` random ones (the benchmark replays other counts); a ConfigError names the
+    known ones, or the missing torch."""
     build = SAMPLERS[check_runnable(name)]
     with warnings.catch_warnings():  # group (multivariate TPE) and QMC are "experimental"
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return build(seed, trials)
+        return build(seed, min(startup, trials))

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
+import optuna
 import pytest
 
-from tuner.search.replay import GRID_ORDER, MeasuredTable, TableRow, replay
+from tuner.search.replay import (
+    ENCODINGS,
+    GRID_ORDER,
+    MeasuredTable,
+    TableRow,
+    params_of,
+    replay,
+    suggest_config,
+)
 from tuner.search.samplers import SAMPLERS
 
 
@@ -118,3 +127,30 @@ def test_grid_order_measures_the_defaults_then_the_grid_in_order() -> None:
     assert run.found[0] == pytest.approx(1.5)
     assert [run.trials_to(c) for c in (1.45, 1.25, 1.05)] == [9, 11, 14]
     assert replay(t, GRID_ORDER, seed=1, trials=16).found == run.found
+
+
+def test_a_numeric_knob_is_asked_in_order_as_its_grid_values_index_or_a_log_range() -> None:
+    knobs = table().knobs  # batch: 1 ... 64 (six values); mode: categorical
+    for encoding, asked, got in [("ordinal", 2, 4), ("ordinal", 5, 64), ("log-range", 5, 4),
+                                 ("log-range", 6, 8), ("log-range", 40, 64)]:
+        trial = optuna.trial.FixedTrial({"batch": asked, "mode": "b"})
+        assert suggest_config(trial, knobs, encoding=encoding) == {"batch": got, "mode": "b"}
+        assert params_of({"batch": got, "mode": "b"}, knobs, encoding)["batch"] == (
+            knobs["batch"].index(got) if encoding == "ordinal" else got)
+    for encoding, kind in [("ordinal", optuna.distributions.IntDistribution),
+                           ("log-range", optuna.distributions.IntDistribution),
+                           ("categorical", optuna.distributions.CategoricalDistribution)]:
+        study = optuna.create_study()
+        suggest_config(study.ask(), knobs, encoding=encoding)
+        assert isinstance(study.trials[0].distributions["batch"], kind)
+        assert isinstance(study.trials[0].distributions["mode"],
+                          optuna.distributions.CategoricalDistribution)
+
+
+def test_every_encoding_replays_the_defaults_first_in_a_study_and_in_grid_order() -> None:
+    for encoding in ENCODINGS:
+        run = replay(table(), "tpe", seed=2, trials=8, encoding=encoding, startup=2)
+        assert len(run.found) == 8
+        assert run.found[0] == pytest.approx(1.5), encoding  # the defaults' grid point
+        walked = replay(table(), GRID_ORDER, seed=0, trials=3, encoding=encoding)
+        assert walked.found[0] == pytest.approx(1.5), encoding
