@@ -2,10 +2,11 @@
 
 For each sampler (and grid order, TPE without constraints, and each with intensification),
 over ``--seeds`` replayed studies: the trials needed to first measure a configuration within
-5% of the table's best (median and 90th percentile; a study that never gets there counts as
-more than the budget), the true cost of the pick after 10 and 20 trials relative to the
-table's best (median), and how often the final pick is within 5% of the best once its noise
-is removed. A table whose defaults were measured again while it was built (its anchors) is
+5% of the table's best (median with a 95% bootstrap interval over the seeds, and 90th
+percentile; a study that never gets there counts as more than the budget), the true cost of
+the pick after 10 and 20 trials relative to the table's best (median), and how often the
+final pick is within 5% of the best once its noise is removed (with its 95% Wilson interval).
+A table whose defaults were measured again while it was built (its anchors) is
 replayed twice: as measured, and with each row scaled by the defaults' drift at its time.
 ``--encoding`` says how numeric knobs are asked (``tuner.search.replay.ENCODINGS``: ordinal,
 the default; log-range, as a study's space asks sizes; categorical, as the replay did before
@@ -90,8 +91,8 @@ def compare(table: MeasuredTable, label: str, how: Replay) -> None:
     for r in ranked[:5]:
         print(f"  {r.true_cost / best:.3f}  {r.config}  (starts: "
               f"{', '.join(f'{c:.4g}' for c in r.costs)})")
-    print(f"{'sampler':<28}{'to 5%: p50':>11}{'p90':>6}{'pick@10':>9}{'pick@20':>9}"
-          f"{'final within 5%':>17}")
+    print(f"{'sampler':<28}{'to 5%: p50 (95% CI)':>20}{'p90':>5}{'pick@10':>9}{'pick@20':>9}"
+          f"{'final within 5% (95% CI)':>26}")
     variants = [(name, True, False) for name in SAMPLERS] + [(GRID_ORDER, True, False)]
     variants += [("tpe", False, False)] + [(name, True, True) for name in SAMPLERS]
     for name, constraints, intensify in variants:
@@ -106,10 +107,29 @@ def compare(table: MeasuredTable, label: str, how: Replay) -> None:
         reach = [r.trials_to(best * WITHIN) or budget + 1 for r in runs]
         at = {k: float(np.median([r.picked[min(k, len(r.picked)) - 1] / best for r in runs]))
               for k in (10, 20)}
-        final = np.mean([r.picked[-1] <= best * WITHIN for r in runs])
+        hits = sum(r.picked[-1] <= best * WITHIN for r in runs)
+        low, high = median_interval(reach)
+        share, share_low, share_high = wilson(hits, len(runs))
         p90 = int(np.percentile(reach, 90))
-        print(f"{shown:<28}{np.median(reach):>11.1f}{p90:>6}{at[10]:>9.3f}{at[20]:>9.3f}"
-              f"{final:>17.0%}", flush=True)
+        print(f"{shown:<28}{np.median(reach):>9.1f} ({low:>4.1f}-{high:>4.1f}){p90:>5}"
+              f"{at[10]:>9.3f}{at[20]:>9.3f}{share:>13.0%} ({share_low:>3.0%}-{share_high:>4.0%})",
+              flush=True)
+
+
+def median_interval(values: list[int], n: int = 4000) -> tuple[float, float]:
+    """A 95% bootstrap percentile interval of the median over seeds: whether two samplers'
+    medians differ by more than the seeds drawn."""
+    rng = np.random.default_rng(0)
+    medians = np.median(rng.choice(values, size=(n, len(values)), replace=True), axis=1)
+    return float(np.percentile(medians, 2.5)), float(np.percentile(medians, 97.5))
+
+
+def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float, float]:
+    """The share of ``hits`` in ``n`` with its 95% Wilson score interval."""
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return p, max(0.0, centre - half), min(1.0, centre + half)
 
 
 if __name__ == "__main__":
