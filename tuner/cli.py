@@ -116,9 +116,9 @@ def tune(
     out: Annotated[Path, typer.Option(help="output folder (one sub-folder per study)")
                    ] = Path("tune-runs"),
     seed: Annotated[int, typer.Option(help="sampler seed")] = 0,
-    sampler: Annotated[str | None, typer.Option(
-        help="the search's sampler: tpe, tpe-multivariate, gp, random or qmc; default: gp "
-        "(the search-efficiency benchmark's choice) where torch is installed, else tpe")] = None,
+    sampler: Annotated[str, typer.Option(
+        help="the search's sampler: tpe, tpe-multivariate, gp (needs torch), random or "
+        "qmc")] = "tpe",
     intensify: Annotated[bool, typer.Option(
         help="measure a trial that beats the best so far again on a fresh start (counted "
         "toward --trials) before it can lead")] = False,
@@ -177,8 +177,7 @@ def tune(
             image_tag=image_tag,
             network=network, study_name=study_name, storage=storage,
             tracking_uri=tracking_uri or settings.tracking_uri, out_dir=out, seed=seed,
-            **({} if sampler is None else {"sampler": sampler}), intensify=intensify,
-            search_space=search_space,
+            sampler=sampler, intensify=intensify, search_space=search_space,
             remeasure_top=remeasure_top,
             remeasure_repeats=repeats,
             enqueue=parse_enqueue(enqueue) + warm_start_configs(warm_start, engine or ""),

@@ -6,11 +6,13 @@ configuration that failed to start or met no load within the SLOs) carry Optuna 
 CMA-ES is left out: the search spaces are mostly categorical and boolean knobs, which it does
 not model.
 
-The default is the benchmark's choice (experiments/search-efficiency): Optuna's GP sampler,
-which on the measured vLLM table reached a configuration within 5% of the best in a median of
-7.5 trials against TPE's 13 and random search's 12.5. It needs torch, which the package does
-not require (``pip install 'tuner[gp]'``; vLLM's CPU build brings it); where torch is missing
-the default is TPE, and the study says so.
+The default is TPE. The search-efficiency benchmark (experiments/search-efficiency) replayed
+every sampler against a measured vLLM table: asked as the study asks them (numeric knobs in
+order), TPE, random search and QMC reached a configuration within 5% of the best in a median
+of 12-14 trials and Optuna's GP sampler in none of its 20 (its lead in an earlier replay,
+7.5 trials, came from asking every knob as an unordered categorical). TPE also uses the
+failure constraints and the specs' conditional knobs, which random search and QMC do not.
+The GP sampler needs torch, which the package does not require (``pip install 'tuner[gp]'``).
 """
 
 from __future__ import annotations
@@ -46,11 +48,7 @@ SAMPLERS: dict[str, Callable[[int, int], optuna.samplers.BaseSampler]] = {
 """Sampler names (``tune --sampler``) and how each is built from (seed, random trials before
 a model-based sampler models)."""
 
-BENCHMARK_CHOICE = "gp"
-"""The sampler the search-efficiency benchmark chose (the default where it can run)."""
-
-FALLBACK_SAMPLER = "tpe"
-"""The default where the benchmark's choice cannot run (no torch)."""
+DEFAULT_SAMPLER = "tpe"
 
 NEEDS_TORCH = frozenset({"gp"})
 
@@ -60,19 +58,6 @@ def torch_installed() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
-def default_sampler() -> str:
-    """The benchmark's choice where torch is installed, TPE elsewhere."""
-    return BENCHMARK_CHOICE if torch_installed() else FALLBACK_SAMPLER
-
-
-def describe_sampler(name: str) -> str:
-    """One line for a study's start: the sampler, and why when it is the fallback."""
-    if name == FALLBACK_SAMPLER and BENCHMARK_CHOICE in NEEDS_TORCH and not torch_installed():
-        return (f"{name} ({BENCHMARK_CHOICE}, the search-efficiency benchmark's choice, needs "
-                "torch: pip install 'tuner[gp]')")
-    return name
-
-
 def check_runnable(name: str) -> str:
     """``name`` if it is a known sampler that can run here; otherwise a ConfigError naming
     the fix."""
@@ -80,7 +65,7 @@ def check_runnable(name: str) -> str:
         raise ConfigError(f"unknown sampler {name!r}; use one of: {', '.join(SAMPLERS)}")
     if name in NEEDS_TORCH and not torch_installed():
         raise ConfigError(f"sampler {name!r} needs torch, which is not installed here: pip "
-                          f"install 'tuner[gp]', or use --sampler {FALLBACK_SAMPLER}")
+                          f"install 'tuner[gp]', or use --sampler {DEFAULT_SAMPLER}")
     return name
 
 

@@ -48,7 +48,6 @@ from tuner.search.ledger import (
 )
 from tuner.search.outcome import TrialResult, ranked
 from tuner.search.quality_guard import QualityGuard
-from tuner.search.samplers import describe_sampler
 from tuner.search.shared_study import (
     beating,
     fail_stale,
@@ -110,7 +109,7 @@ def run_search(cfg: StudyConfig, ctx: TrialContext, tracker: Tracker, state: Stu
     shared = open_shared(cfg, ctx.space.legal_defaults(ctx.defaults_config()), create=create,
                          start_tracking=start_tracking)
     study = shared.study
-    ctx.progress.note(f"sampler: {describe_sampler(shared.record.sampler)}")
+    ctx.progress.note(f"sampler: {shared.record.sampler}")
     state.results = load_results(cfg, study)
     tracker.catch_up([r for r in state.results
                       if (_results_dir(cfg) / f"trial-{r.number:03d}.json").is_file()])

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from tuner.errors import ConfigError
-from tuner.search.samplers import SAMPLERS, check_runnable, default_sampler
+from tuner.search.samplers import DEFAULT_SAMPLER, SAMPLERS, check_runnable
 from tuner.validation import StrictModel
 
 
@@ -35,9 +35,8 @@ class StudyConfig(StrictModel):
     seed: int = Field(default=0, ge=0)
     intensify: bool = Field(default=False, description="measure a trial that beats the "
                             "incumbent again on a fresh start before it can lead")
-    sampler: str = Field(default_factory=default_sampler, description="the search's sampler: "
-                         + ", ".join(SAMPLERS) + "; default: gp where torch is installed, else "
-                         "tpe")
+    sampler: str = Field(default=DEFAULT_SAMPLER, description="the search's sampler: "
+                         + ", ".join(SAMPLERS))
     remeasure_top: int = Field(default=2, ge=0, le=20)
     remeasure_repeats: int = Field(default=2, ge=1, le=20)
     enqueue: list[dict[str, Any]] = Field(default_factory=list,
