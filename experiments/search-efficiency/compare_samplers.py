@@ -12,7 +12,8 @@ replayed twice: as measured, and with each row scaled by the defaults' drift at 
 the default; log-range, as a study's space asks sizes; categorical, as the replay did before
 2026-12-02). ``--startup N`` sets the random trials before TPE and GP
 model (``tune``'s: 5); ``--samplers`` limits the variants to those named as printed.
-Runs in seconds to minutes; its output is kept in results-<engine>*.txt.
+After each reading it prints the issue's targets for ``tune``'s default sampler, met or
+missed. Runs in seconds to minutes; its output is kept in results-<engine>*.txt.
 
 Run: .venv/bin/python experiments/search-efficiency/compare_samplers.py [--table ...]
 """
@@ -26,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from tuner.search.replay import ENCODINGS, GRID_ORDER, MeasuredTable, replay
-from tuner.search.samplers import SAMPLERS, STARTUP_TRIALS
+from tuner.search.samplers import DEFAULT_SAMPLER, SAMPLERS, STARTUP_TRIALS
 
 HERE = Path(__file__).parent
 WITHIN = 1.05
@@ -95,6 +96,7 @@ def compare(table: MeasuredTable, label: str, how: Replay) -> None:
           f"{'final within 5% (95% CI)':>26}")
     variants = [(name, True, False) for name in SAMPLERS] + [(GRID_ORDER, True, False)]
     variants += [("tpe", False, False)] + [(name, True, True) for name in SAMPLERS]
+    done: dict[str, Outcome] = {}
     for name, constraints, intensify in variants:
         shown = ("grid order" if name == GRID_ORDER else name) + (
             "" if constraints else " (no constraints)") + (" + intensify" if intensify else "")
@@ -108,12 +110,49 @@ def compare(table: MeasuredTable, label: str, how: Replay) -> None:
         at = {k: float(np.median([r.picked[min(k, len(r.picked)) - 1] / best for r in runs]))
               for k in (10, 20)}
         hits = sum(r.picked[-1] <= best * WITHIN for r in runs)
+        done[shown] = Outcome(float(np.median(reach)), at[10], at[20], hits / len(runs))
         low, high = median_interval(reach)
         share, share_low, share_high = wilson(hits, len(runs))
         p90 = int(np.percentile(reach, 90))
         print(f"{shown:<28}{np.median(reach):>9.1f} ({low:>4.1f}-{high:>4.1f}){p90:>5}"
               f"{at[10]:>9.3f}{at[20]:>9.3f}{share:>13.0%} ({share_low:>3.0%}-{share_high:>4.0%})",
               flush=True)
+    print_targets(done, table.grid_size())
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One variant over the seeds: median trials to 5%, median pick after 10 and 20 trials
+    (x best), share of final picks within 5%."""
+
+    to_5: float
+    pick_10: float
+    pick_20: float
+    final: float
+
+
+def print_targets(done: dict[str, Outcome], grid: int) -> None:
+    """The issue's targets for the default sampler, met or missed, where the variants they
+    name were replayed."""
+    ours, intensified = done.get(DEFAULT_SAMPLER), done.get(f"{DEFAULT_SAMPLER} + intensify")
+    rand = done.get("random")
+    lines = []
+    if ours is not None:
+        bound = 0.1 * grid
+        lines.append(f"{DEFAULT_SAMPLER} reaches 5% in a median of <= 10% of the table "
+                     f"({bound:.1f} trials): {ours.to_5:.1f}, "
+                     + ("met" if ours.to_5 <= bound else "missed"))
+    if ours is not None and rand is not None:
+        beats = ours.pick_10 < rand.pick_10 and ours.pick_20 < rand.pick_20
+        lines.append(f"{DEFAULT_SAMPLER} beats random on the median pick at 10 and 20 trials: "
+                     f"{ours.pick_10:.3f} vs {rand.pick_10:.3f}, {ours.pick_20:.3f} vs "
+                     f"{rand.pick_20:.3f}, " + ("met" if beats else "missed"))
+    if intensified is not None:
+        lines.append(f"{DEFAULT_SAMPLER} + intensify picks within 5% in >= 90% of seeds: "
+                     f"{intensified.final:.0%}, "
+                     + ("met" if intensified.final >= 0.9 else "missed"))
+    if lines:
+        print("targets (tune's default sampler):\n" + "\n".join(f"  {line}" for line in lines))
 
 
 def median_interval(values: list[int], n: int = 4000) -> tuple[float, float]:
