@@ -1,13 +1,13 @@
 """vLLM's spec against vLLM itself: every knob value the search space can produce renders into
-a command line that vLLM's own argument parser accepts, and means what we think it means."""
+a command line that vLLM's own argument parser accepts, and means what we think it means.
+
+The tests that load vLLM's parser are slow (importing vLLM takes 10-20 s on 2 cores): vLLM is
+imported in their fixture, not at collection, so the fast unit tests do not pay for it."""
 
 from pathlib import Path
 from typing import Any
 
 import pytest
-from vllm.config import SpeculativeConfig
-from vllm.entrypoints.launchers import cli_args  # the real parser of the pinned vLLM
-from vllm.utils import argparse_utils
 
 from tuner.engines.model_info import ModelInfo
 from tuner.engines.render import render
@@ -28,6 +28,9 @@ GPU = Hardware(device="gpu", cpu_model="x", cpu_cores=64, memory_gib=512, numa_n
 
 @pytest.fixture(scope="module")
 def parser():  # type: ignore[no-untyped-def]
+    from vllm.entrypoints.launchers import cli_args  # the real parser of the pinned vLLM
+    from vllm.utils import argparse_utils
+
     return cli_args.make_arg_parser(argparse_utils.FlexibleArgumentParser())
 
 
@@ -35,6 +38,7 @@ def configs(hw: Hardware) -> list[dict[str, object]]:
     return sample_configs("vllm", hw, MODEL, n=40, seed=1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hw", [CPU, GPU], ids=["cpu", "gpu"])
 def test_rendered_commands_parse_with_vllms_own_parser(parser, hw: Hardware) -> None:  # type: ignore[no-untyped-def]
     for config in configs(hw):
@@ -72,6 +76,8 @@ def assert_gpu_knobs(args: Any, config: dict[str, Any]) -> None:
         assert args.speculative_config is None
     else:
         method, tokens = choice.split("-k")
+        from vllm.config import SpeculativeConfig
+
         spec = SpeculativeConfig(**args.speculative_config)  # vLLM's own validation
         assert spec.method == method
         assert spec.num_speculative_tokens == int(tokens)
@@ -93,6 +99,7 @@ def test_sampled_gpu_configs_exercise_every_gpu_only_knob() -> None:
     assert all(len(values) >= 2 for values in seen.values()), seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["process", "container"])
 def test_every_choice_of_the_gpu_only_knobs_parses(parser, mode: Mode) -> None:  # type: ignore[no-untyped-def]
     space = load_search_space("vllm").for_host(GPU, MODEL)
@@ -108,6 +115,7 @@ def test_every_choice_of_the_gpu_only_knobs_parses(parser, mode: Mode) -> None: 
             assert_gpu_knobs(parser.parse_args(argv), config)
 
 
+@pytest.mark.slow
 def test_the_gpu_only_knobs_default_to_what_vllms_parser_defaults_to(parser) -> None:  # type: ignore[no-untyped-def]
     """The defaults trial sets no flag; each knob's `default` says what vLLM then runs with."""
     defaults = SPEC.defaults("gpu")
@@ -118,6 +126,7 @@ def test_the_gpu_only_knobs_default_to_what_vllms_parser_defaults_to(parser) -> 
                           "host": "h"}).argv[-2:] == ["--generation-config", "vllm"]
 
 
+@pytest.mark.slow
 def test_a_flag_vllm_does_not_have_fails_the_parser(parser) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(SystemExit):
         parser.parse_args(["--model", "/m", "--max-num-seqz", "4"])
