@@ -96,7 +96,7 @@ def compare(table: MeasuredTable, label: str, how: Replay) -> None:
           f"{'final within 5% (95% CI)':>26}")
     variants = [(name, True, False) for name in SAMPLERS] + [(GRID_ORDER, True, False)]
     variants += [("tpe", False, False)] + [(name, True, True) for name in SAMPLERS]
-    done: dict[str, Outcome] = {}
+    done: dict[tuple[str, bool, bool], Outcome] = {}
     for name, constraints, intensify in variants:
         shown = ("grid order" if name == GRID_ORDER else name) + (
             "" if constraints else " (no constraints)") + (" + intensify" if intensify else "")
@@ -112,7 +112,8 @@ def compare(table: MeasuredTable, label: str, how: Replay) -> None:
         hits = sum(r.picked[-1] <= best * WITHIN for r in runs)
         found = [r for r in runs if r.trials_to(best * WITHIN) is not None]
         kept = sum(r.picked[-1] <= best * WITHIN for r in found) / len(found) if found else 0.0
-        done[shown] = Outcome(float(np.median(reach)), at[10], at[20], hits / len(runs), kept)
+        done[(name, constraints, intensify)] = Outcome(float(np.median(reach)), at[10], at[20],
+                                                       hits / len(runs), kept)
         low, high = median_interval(reach)
         share, share_low, share_high = wilson(hits, len(runs))
         p90 = int(np.percentile(reach, 90))
@@ -136,11 +137,12 @@ class Outcome:
     one: what noise, not the search, cost."""
 
 
-def print_targets(done: dict[str, Outcome], grid: int) -> None:
+def print_targets(done: dict[tuple[str, bool, bool], Outcome], grid: int) -> None:
     """The issue's targets for the default sampler, met or missed, where the variants they
     name were replayed."""
-    ours, intensified = done.get(DEFAULT_SAMPLER), done.get(f"{DEFAULT_SAMPLER} + intensify")
-    rand = done.get("random")
+    ours = done.get((DEFAULT_SAMPLER, True, False))
+    intensified = done.get((DEFAULT_SAMPLER, True, True))
+    rand = done.get(("random", True, False))
     lines = []
     if ours is not None:
         bound = 0.1 * grid
