@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from tuner.core.errors import EngineStartError
 from tuner.engines.spec import EngineSpec
-from tuner.errors import EngineStartError
 from tuner.launch.base import EngineHandle, Launcher, LaunchRequest
 from tuner.launch.readiness import wait_ready
 

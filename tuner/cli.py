@@ -21,9 +21,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from tuner import __version__, cli_help
-from tuner.disk_space import out_of_space, what_filled
-from tuner.errors import EXIT_INTERRUPTED, TunerError
-from tuner.settings import Settings
+from tuner.core.errors import EXIT_INTERRUPTED, TunerError
+from tuner.core.settings import Settings
+from tuner.host.disk_space import out_of_space, what_filled
 
 T = TypeVar("T")
 
@@ -168,8 +168,8 @@ def tune(
 
     def go() -> None:
         from tuner.commands.tune import parse_enqueue, tune_command, warm_start_configs
-        from tuner.search.study_config import StudyConfig
-        from tuner.validation import validate
+        from tuner.core.validation import validate
+        from tuner.study.config import StudyConfig
 
         cfg = validate(StudyConfig, dict(
             engine=engine, workload=workload, model=model, trials=trials,
@@ -345,8 +345,8 @@ def measure(
 
     def go() -> None:
         from tuner.commands.measure import config_to_measure, measure_command
-        from tuner.search.study_config import StudyConfig
-        from tuner.validation import validate
+        from tuner.core.validation import validate
+        from tuner.study.config import StudyConfig
 
         knobs, defaults = config_to_measure(config, study_dir, trial)
         stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -35,12 +35,12 @@ from pathlib import Path
 import msgspec
 import orjson
 
+from tuner.core.settings import Settings
 from tuner.launch.process import free_port
 from tuner.loadgen import event_loop, runner
 from tuner.loadgen.client import StreamClient
 from tuner.measurement.bench_session import open_bench
 from tuner.models.tiny import SERVED_NAME, make_tiny_model
-from tuner.settings import Settings
 from tuner.workload.models import Workload
 
 BASE = "5778967"  # main before issue 11

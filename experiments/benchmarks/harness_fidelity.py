@@ -39,15 +39,15 @@ from pathlib import Path
 
 import numpy as np
 
+from tuner.core.settings import Settings
 from tuner.engines.spec import load_engine_spec
-from tuner.hardware import realtime_allowed, running_on
+from tuner.host.hardware import realtime_allowed, running_on
 from tuner.launch.base import LaunchRequest
 from tuner.launch.process import ProcessLauncher, free_port
 from tuner.launch.readiness import wait_ready
 from tuner.loadgen import event_loop
 from tuner.measurement.bench_session import open_bench
 from tuner.models.tiny import SERVED_NAME, make_tiny_model
-from tuner.settings import Settings
 from tuner.workload.models import Workload
 
 INPUT, OUTPUT, RATE, PROMPTS = 256, 64, 4.0, 300

@@ -8,7 +8,7 @@ the pick after 10 and 20 trials relative to the table's best (median), and how o
 final pick is within 5% of the best once its noise is removed (with its 95% Wilson interval).
 A table whose defaults were measured again while it was built (its anchors) is
 replayed twice: as measured, and with each row scaled by the defaults' drift at its time.
-``--encoding`` says how numeric knobs are asked (``tuner.search.replay.ENCODINGS``: ordinal,
+``--encoding`` says how numeric knobs are asked (``tuner.study.replay.ENCODINGS``: ordinal,
 the default; log-range, as a study's space asks sizes; categorical, as the replay did before
 2026-12-02). ``--startup N`` sets the random trials before TPE and GP
 model (``tune``'s: 5); ``--samplers`` limits the variants to those named as printed.
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tuner.search.replay import ENCODINGS, GRID_ORDER, MeasuredTable, replay
-from tuner.search.samplers import DEFAULT_SAMPLER, SAMPLERS, STARTUP_TRIALS
+from tuner.study.replay import ENCODINGS, GRID_ORDER, MeasuredTable, replay
+from tuner.study.samplers import DEFAULT_SAMPLER, SAMPLERS, STARTUP_TRIALS
 
 HERE = Path(__file__).parent
 WITHIN = 1.05

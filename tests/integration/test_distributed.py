@@ -27,10 +27,10 @@ from mlflow.tracking import MlflowClient
 from optuna.trial import FrozenTrial, TrialState
 
 from tests.integration.conftest import Postgres
-from tuner.search.ledger import WORKER, rejected
-from tuner.search.remeasure_round import LOST, UNIT
-from tuner.search.shared_study import driver_url
-from tuner.search.study_record import RECORD_ATTR
+from tuner.study.coordination.ledger import WORKER, rejected
+from tuner.study.coordination.shared_study import driver_url
+from tuner.study.record import RECORD_ATTR
+from tuner.study.repeats.remeasure_round import LOST, UNIT
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

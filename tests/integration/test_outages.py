@@ -31,7 +31,7 @@ from tests.integration.standin_study import (
     tune_command,
     wait_for,
 )
-from tuner.search.shared_study import driver_url
+from tuner.study.coordination.shared_study import driver_url
 from tuner.tracking.outbox import FOLDER
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -28,7 +28,7 @@ from tuner.launch.base import EngineHandle, LaunchRequest
 from tuner.launch.process import ProcessLauncher
 from tuner.launch.readiness import wait_ready
 from tuner.metrics.token_agreement import GreedyAnswer, agreement
-from tuner.search.measurer import HttpMeasurer
+from tuner.study.measurer import HttpMeasurer
 from tuner.workload.loader import load_workload
 
 pytestmark = pytest.mark.integration

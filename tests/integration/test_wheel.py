@@ -29,7 +29,7 @@ NOT_SOURCES = shutil.ignore_patterns(
 LOAD_ALL = """
 import tuner
 from tuner.engines.spec import engine_names, load_engine_spec, specs_root
-from tuner.search.space import load_search_space
+from tuner.study.space import load_search_space
 
 print("tuner", tuner.__version__, tuner.__file__)
 print("specs", specs_root())

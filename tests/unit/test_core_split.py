@@ -5,7 +5,7 @@ from pathlib import Path
 
 from tuner.engines.render import render
 from tuner.engines.spec import load_engine_spec
-from tuner.hardware import (
+from tuner.host.hardware import (
     Hardware,
     cpu_list,
     parse_cpu_list,
@@ -96,7 +96,7 @@ def test_a_confined_container_gets_a_cpuset(tmp_path: Path) -> None:
 
 
 def test_the_cpu_identity_names_its_model_cores_and_instruction_sets() -> None:
-    from tuner.hardware import IDENTITY_FLAGS, cpu_identity
+    from tuner.host.hardware import IDENTITY_FLAGS, cpu_identity
 
     text = cpu_identity()
     assert f", {os.cpu_count()} cores, " in text

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tuner.errors import ConfigError
-from tuner.gpu_inventory import (
+from tuner.core.errors import ConfigError
+from tuner.host.gpu_inventory import (
     Inventory,
     busy,
     count_processes,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tuner.search.study_config import StudyConfig
-from tuner.search.study_record import record_of
-from tuner.settings import without_password
+from tuner.core.settings import without_password
+from tuner.study.config import StudyConfig
+from tuner.study.record import record_of
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ import yaml
 
 from tuner.commands.tune import parse_enqueue
 from tuner.engines.spec import parse_engine_spec
-from tuner.search.space import load_search_space
+from tuner.study.space import load_search_space
 from tuner.workload.loader import load_workload
 from tuner.workload.plausibility import implausible
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tuner.commands.progress_display import progress_display
-from tuner.errors import ConfigError, SlosNotMet, TunerError
+from tuner.core.errors import ConfigError, SlosNotMet, TunerError
+from tuner.core.settings import Settings
 from tuner.loadgen import event_loop
 from tuner.measurement.bench_report import make_report, write_report
 from tuner.measurement.bench_session import open_bench
@@ -19,7 +19,7 @@ from tuner.measurement.capacity import CapacityResult
 from tuner.measurement.step_line import verdict_text
 from tuner.metrics.run_summary import RunSummary
 from tuner.report.bench_tables import capacity_table, prefix_cache_warning, summary_table
-from tuner.settings import Settings
+from tuner.ui.progress_display import progress_display
 from tuner.workload.loader import load_workload
 from tuner.workload.models import Stop, Workload
 from tuner.workload.plan import plan_notes

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from tuner.errors import ConfigError
+from tuner.core.errors import ConfigError
+from tuner.core.settings import Settings
 from tuner.launch.docker import DockerLauncher
 from tuner.launch.process import ProcessLauncher
-from tuner.settings import Settings
 
 
 def cleanup_command(settings: Settings, console: Console) -> list[str]:

@@ -18,20 +18,21 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from tuner.commands.prepare import Prepared, local_artifacts, prepare
-from tuner.commands.progress_display import progress_display
-from tuner.commands.teardown import guarded
-from tuner.errors import ConfigError, StudyError
-from tuner.hardware import running_on
+from tuner.core.errors import ConfigError, StudyError
+from tuner.core.settings import Settings
+from tuner.core.validation import validate
+from tuner.host.hardware import running_on
+from tuner.launch.teardown import guarded
 from tuner.report.comparison import Comparison, comparison_verdict, engine_deltas, engine_result
 from tuner.report.document import html_page, markdown, notes, table
 from tuner.report.plots import all_plots
-from tuner.search.outcome import TrialResult, cheapest, defaults_trial
-from tuner.search.remeasure import Candidate, MeasuredRun, measure_interleaved
-from tuner.search.study import StudyProgress, run_search
-from tuner.search.study_config import StudyConfig
-from tuner.settings import Settings
+from tuner.study.config import StudyConfig
+from tuner.study.loop import run_search
+from tuner.study.outcome import TrialResult, cheapest, defaults_trial
+from tuner.study.repeats.remeasure import Candidate, MeasuredRun, measure_interleaved
+from tuner.study.state import StudyProgress
 from tuner.tracking.runs_view import KIND_TAG, MODEL_TRAINING
-from tuner.validation import validate
+from tuner.ui.progress_display import progress_display
 from tuner.workload.loader import load_workload
 
 

@@ -15,19 +15,20 @@ from rich.console import Console
 
 from tuner import __version__
 from tuner.commands.prepare import Prepared
-from tuner.disk_space import write_atomic
+from tuner.core.settings import without_password
 from tuner.engines.render import render
 from tuner.engines.spec import Device, EngineSpec
+from tuner.host.disk_space import write_atomic
 from tuner.metrics.cost import money
 from tuner.report.study_report import best_config_yaml, final_table, study_verdict, write_plots
 from tuner.report.tradeoff_report import tradeoff_plot
-from tuner.search.outcome import TrialResult, cheapest, defaults_trial
-from tuner.search.pareto import pareto_front, tradeoff_points
-from tuner.search.remeasure_loop import Remeasurement
-from tuner.search.spend import spend_of
-from tuner.search.study import StudyProgress, results_summary
-from tuner.search.study_summary import StudySummary, TimeSplit, noise_floor
-from tuner.settings import without_password
+from tuner.study.coordination.spend import spend_of
+from tuner.study.loop import results_summary
+from tuner.study.outcome import TrialResult, cheapest, defaults_trial
+from tuner.study.repeats.remeasure_loop import Remeasurement
+from tuner.study.results.pareto import pareto_front, tradeoff_points
+from tuner.study.results.summary import StudySummary, TimeSplit, noise_floor
+from tuner.study.state import StudyProgress
 from tuner.tracking.runs_view import review_line
 from tuner.workload.loader import workload_sha256
 

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tuner.core.errors import ConfigError
+from tuner.core.settings import Settings
 from tuner.deploy.chosen import Chosen, Sizing, dns_name
 from tuner.deploy.formats import Where, export_format
 from tuner.engines.spec import Device, load_engine_spec
-from tuner.errors import ConfigError
 from tuner.launch.docker import image_ref
-from tuner.search.outcome import TrialResult
-from tuner.search.pareto import TradeOff, tradeoff_points
-from tuner.search.pick import choose, parse_pick
-from tuner.search.study_folder import StudyFolder, read_study_folder
-from tuner.settings import Settings
+from tuner.study.outcome import TrialResult
+from tuner.study.results.pareto import TradeOff, tradeoff_points
+from tuner.study.results.pick import choose, parse_pick
+from tuner.study.results.study_folder import StudyFolder, read_study_folder
 
 
 def target(folder: StudyFolder, pick: str | None, trial: int | None = None

@@ -16,17 +16,17 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from tuner.commands.prepare import prepare
-from tuner.commands.progress_display import progress_display
-from tuner.commands.teardown import guarded
-from tuner.errors import ConfigError
-from tuner.hardware import running_on
+from tuner.core.errors import ConfigError
+from tuner.core.settings import Settings
+from tuner.core.validation import load_yaml
+from tuner.host.hardware import running_on
+from tuner.launch.teardown import guarded
 from tuner.metrics.spread import Spread, spread
 from tuner.report.measure_report import measure_table, spread_lines
-from tuner.search.outcome import TrialResult
-from tuner.search.study_config import StudyConfig
-from tuner.search.trial import run_trial
-from tuner.settings import Settings
-from tuner.validation import load_yaml
+from tuner.study.config import StudyConfig
+from tuner.study.outcome import TrialResult
+from tuner.study.trial import run_trial
+from tuner.ui.progress_display import progress_display
 
 
 class MeasureReport(BaseModel):

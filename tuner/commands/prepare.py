@@ -13,23 +13,23 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from tuner import __version__
+from tuner.core.errors import ConfigError
+from tuner.core.settings import Settings, without_password
 from tuner.engines.model_info import ModelInfo, load_model_info
 from tuner.engines.spec import EngineSpec, load_engine_spec
-from tuner.errors import ConfigError
-from tuner.gpu_inventory import busy_now
-from tuner.hardware import Hardware, detect
+from tuner.host.gpu_inventory import busy_now
+from tuner.host.hardware import Hardware, detect
 from tuner.launch.base import Launcher
 from tuner.launch.docker import DockerLauncher
 from tuner.launch.gpus import GpuPool
 from tuner.launch.process import ProcessLauncher
 from tuner.loadgen.progress import Progress
-from tuner.search.enqueued import check_enqueued
-from tuner.search.measurer import HttpMeasurer, Measurer
-from tuner.search.space import SearchSpace, load_search_space
-from tuner.search.study_config import StudyConfig
-from tuner.search.study_folder import write_host
-from tuner.search.trial import TrialContext
-from tuner.settings import Settings, without_password
+from tuner.study.config import StudyConfig
+from tuner.study.enqueued import check_enqueued
+from tuner.study.measurer import HttpMeasurer, Measurer
+from tuner.study.results.study_folder import write_host
+from tuner.study.space import SearchSpace, load_search_space
+from tuner.study.trial import TrialContext
 from tuner.tracking.mlflow_tracker import MlflowTracker
 from tuner.tracking.outbox import FOLDER as OUTBOX
 from tuner.tracking.outbox import Outbox

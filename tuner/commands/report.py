@@ -10,11 +10,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tuner.errors import ConfigError
+from tuner.core.errors import ConfigError
 from tuner.metrics.cost import money
 from tuner.report.tradeoff_report import front_table, tradeoff_plot
-from tuner.search.pick import Pick, choose
-from tuner.search.study_folder import read_study_folder
+from tuner.study.results.pick import Pick, choose
+from tuner.study.results.study_folder import read_study_folder
 from tuner.tracking.mlflow_tracker import deliver_kept
 
 

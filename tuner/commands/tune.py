@@ -11,18 +11,19 @@ from rich.console import Console
 
 from tuner.commands.conclusion import conclude
 from tuner.commands.prepare import prepare
-from tuner.commands.progress_display import progress_display
-from tuner.commands.teardown import guarded
-from tuner.disk_space import stops_when_full
-from tuner.errors import ConfigError
-from tuner.hardware import running_on
-from tuner.search.outcome import TrialResult, ranked
-from tuner.search.remeasure_loop import remeasure_study
-from tuner.search.study import StudyProgress, run_search
-from tuner.search.study_config import StudyConfig
-from tuner.search.study_summary import StudySummary
-from tuner.settings import Settings
-from tuner.validation import load_yaml
+from tuner.core.errors import ConfigError
+from tuner.core.settings import Settings
+from tuner.core.validation import load_yaml
+from tuner.host.disk_space import stops_when_full
+from tuner.host.hardware import running_on
+from tuner.launch.teardown import guarded
+from tuner.study.config import StudyConfig
+from tuner.study.loop import run_search
+from tuner.study.outcome import TrialResult, ranked
+from tuner.study.repeats.remeasure_loop import remeasure_study
+from tuner.study.results.summary import StudySummary
+from tuner.study.state import StudyProgress
+from tuner.ui.progress_display import progress_display
 
 log = logging.getLogger(__name__)
 

@@ -16,17 +16,18 @@ from rich.console import Console
 
 from tuner.commands.conclusion import conclude
 from tuner.commands.prepare import prepare
-from tuner.commands.progress_display import progress_display
-from tuner.commands.teardown import guarded
-from tuner.disk_space import stops_when_full
-from tuner.hardware import running_on
-from tuner.search.ledger import ledger
-from tuner.search.remeasure_loop import remeasure_study
-from tuner.search.shared_study import read_record, worker_id
-from tuner.search.study import StudyProgress, run_search
-from tuner.search.study_config import StudyConfig
-from tuner.search.study_record import StudyRecord, config_from
-from tuner.settings import Settings
+from tuner.core.settings import Settings
+from tuner.host.disk_space import stops_when_full
+from tuner.host.hardware import running_on
+from tuner.launch.teardown import guarded
+from tuner.study.config import StudyConfig
+from tuner.study.coordination.ledger import ledger
+from tuner.study.coordination.shared_study import read_record, worker_id
+from tuner.study.loop import run_search
+from tuner.study.record import StudyRecord, config_from
+from tuner.study.repeats.remeasure_loop import remeasure_study
+from tuner.study.state import StudyProgress
+from tuner.ui.progress_display import progress_display
 
 
 def worker_command(name: str, storage: str, *, out: Path, launcher: str, parallel: int,

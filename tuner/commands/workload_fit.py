@@ -7,9 +7,9 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from tuner.errors import ConfigError
+from tuner.core.errors import ConfigError
+from tuner.core.validation import validate
 from tuner.report.workload_fit_plot import plot_fit
-from tuner.validation import validate
 from tuner.workload.fit_workload import fit_workload
 from tuner.workload.models import Workload
 from tuner.workload.request_log import read_request_log

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuner.core.errors import ConfigError
 from tuner.engines.render import OPTIONS_FILE, Rendered, render
 from tuner.engines.spec import Device, EngineSpec
-from tuner.errors import ConfigError
 from tuner.metrics.cost import money
-from tuner.search.pareto import TradeOff
+from tuner.study.results.pareto import TradeOff
 
 NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 """A DNS-1035 label short enough for the suffixes formats add (``-runtime``)."""

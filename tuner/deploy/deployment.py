@@ -15,9 +15,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuner.core.errors import ConfigError
 from tuner.deploy.chosen import Chosen, quantity
 from tuner.deploy.k8s_models import check_object
-from tuner.errors import ConfigError
 
 HF_SECRET = {"name": "hf-token", "key": "token", "optional": True}
 PROBE_PERIOD_S = 10

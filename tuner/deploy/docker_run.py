@@ -13,10 +13,10 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from tuner.core.errors import ConfigError
+from tuner.core.settings import hf_home
 from tuner.deploy.chosen import Chosen
-from tuner.errors import ConfigError
 from tuner.launch.isolation import cache_folder
-from tuner.settings import hf_home
 
 
 def docker_run(chosen: Chosen, *, cache_root: Path, options_dir: Path,

@@ -9,13 +9,13 @@ from typing import Any
 
 import yaml
 
+from tuner.core.errors import ConfigError
 from tuner.deploy.chosen import Chosen
 from tuner.deploy.command import engine_command
 from tuner.deploy.deployment import HF_SECRET, deployment_objects
 from tuner.deploy.docker_run import docker_run
 from tuner.deploy.helm_values import CHART, helm_values
 from tuner.deploy.kserve import kserve_objects
-from tuner.errors import ConfigError
 
 
 @dataclass(frozen=True)

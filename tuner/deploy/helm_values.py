@@ -16,10 +16,10 @@ from typing import Any
 
 from docker.utils import parse_repository_tag
 
+from tuner.core.errors import ConfigError
 from tuner.deploy.chosen import Chosen, quantity
 from tuner.deploy.k8s_models import check_part
 from tuner.deploy.schemas import HELM_VALUES, check
-from tuner.errors import ConfigError
 
 CHART = "vllm-stack 0.1.12 (https://github.com/vllm-project/production-stack)"
 MODEL_MOUNT = "/models"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from tuner.errors import ConfigError
-from tuner.settings import hf_cache_dirs
+from tuner.core.errors import ConfigError
+from tuner.core.settings import hf_cache_dirs
 
 
 class ModelInfo(BaseModel):

@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
+from tuner.core.errors import ConfigError
 from tuner.engines.spec import Device, EngineSpec, Knob, Mode
-from tuner.errors import ConfigError
 
 UNISOLATED = {"master_port": "29500", "launch_id": "tuner"}
 """Template values a render without a launcher's (``launch.isolation.launch_values``) gets: a

@@ -25,9 +25,10 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, Mount, Ulimit
 from docker.utils import parse_repository_tag
 
+from tuner.core.errors import ConfigError, EngineStartError
+from tuner.core.settings import Settings, hf_home
 from tuner.engines.render import Rendered, render
 from tuner.engines.spec import ContainerLaunch, Device, EngineSpec
-from tuner.errors import ConfigError, EngineStartError
 from tuner.launch.base import EngineHandle, LaunchRequest
 from tuner.launch.isolation import cache_folder, launch_values
 from tuner.launch.ownership import (
@@ -37,7 +38,6 @@ from tuner.launch.ownership import (
     owner_alive,
     owner_marker,
 )
-from tuner.settings import Settings, hf_home
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from tuner.errors import EndpointError
+from tuner.core.errors import EndpointError
 from tuner.loadgen.client import Api, ServerCaps, chunk_text, request_body
 from tuner.workload.plan import PlannedRequest
 

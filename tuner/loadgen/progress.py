@@ -2,7 +2,7 @@
 
 A run reports to its own :class:`RunProgress`, so runs that go on side by side (trials of a
 parallel study) keep their own counters. The terminal display lives with the commands
-(:mod:`tuner.commands.live_progress`); :data:`NULL_PROGRESS` does nothing.
+(:mod:`tuner.ui.live_progress`); :data:`NULL_PROGRESS` does nothing.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from tokenizers import Tokenizer
 
-from tuner.errors import EndpointError
+from tuner.core.errors import EndpointError
 from tuner.loadgen.client import Api
 from tuner.metrics.token_agreement import GreedyAnswer
 

@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field
 
 from tuner.metrics.bootstrap import Interval, ratio_interval
 from tuner.report.study_report import saved_text
-from tuner.search.outcome import TrialResult
-from tuner.search.remeasure import MeasuredRun, Remeasured, pick_winner, summarise_candidate
+from tuner.study.outcome import TrialResult
+from tuner.study.repeats.remeasure import MeasuredRun, Remeasured, pick_winner, summarise_candidate
 
 
 class TrialPoint(BaseModel):

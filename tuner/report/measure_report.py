@@ -6,7 +6,7 @@ from rich.table import Table
 
 from tuner.metrics.cost import money
 from tuner.metrics.spread import Spread
-from tuner.search.outcome import TrialResult
+from tuner.study.outcome import TrialResult
 
 
 def measure_table(results: list[TrialResult], title: str) -> Table:

@@ -15,10 +15,10 @@ from rich.table import Table
 
 from tuner.metrics.bootstrap import Interval
 from tuner.metrics.cost import money
-from tuner.search.outcome import TrialResult
-from tuner.search.remeasure import Remeasured, RemeasureOutcome
-from tuner.search.study import FAILED_COST
-from tuner.search.study_summary import NoiseFloor, StudySummary
+from tuner.study.loop import FAILED_COST
+from tuner.study.outcome import TrialResult
+from tuner.study.repeats.remeasure import Remeasured, RemeasureOutcome
+from tuner.study.results.summary import NoiseFloor, StudySummary
 
 log = logging.getLogger(__name__)
 

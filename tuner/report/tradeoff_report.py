@@ -9,8 +9,8 @@ from typing import Any
 from rich.table import Table
 
 from tuner.metrics.cost import money
-from tuner.search.pareto import TradeOff
-from tuner.search.pick import Pick, choose
+from tuner.study.results.pareto import TradeOff
+from tuner.study.results.pick import Pick, choose
 
 
 def distinguishing_knobs(front: list[TradeOff]) -> list[str]:

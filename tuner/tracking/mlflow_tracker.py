@@ -29,10 +29,10 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from tuner.errors import StudyError
+from tuner.core.errors import StudyError
+from tuner.core.settings import without_password
 from tuner.metrics.cost import money
-from tuner.search.outcome import TrialResult
-from tuner.settings import without_password
+from tuner.study.outcome import TrialResult
 from tuner.tracking.delivery import (
     bound_client_retries,
     deliver_end,

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from tuner.disk_space import write_atomic
-from tuner.search.outcome import TrialResult
-from tuner.settings import without_password
+from tuner.core.settings import without_password
+from tuner.host.disk_space import write_atomic
+from tuner.study.outcome import TrialResult
 
 FOLDER = "tracking-pending"
 

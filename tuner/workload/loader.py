@@ -6,8 +6,8 @@ import hashlib
 import logging
 from pathlib import Path
 
-from tuner.errors import ConfigError
-from tuner.validation import load_yaml, validate
+from tuner.core.errors import ConfigError
+from tuner.core.validation import load_yaml, validate
 from tuner.workload.models import Workload
 from tuner.workload.plausibility import implausible
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from tuner.errors import ConfigError
-from tuner.settings import hf_cache_dirs
+from tuner.core.errors import ConfigError
+from tuner.core.settings import hf_cache_dirs
 
 
 def given_tokenizer_file(given: Path) -> Path | None:

@@ -7,9 +7,9 @@ import io
 
 from rich.console import Console
 
-from tuner.commands.live_progress import RichProgress
-from tuner.commands.run_counters import RunCounters
 from tuner.loadgen.records import RequestRecord
+from tuner.ui.live_progress import RichProgress
+from tuner.ui.run_counters import RunCounters
 
 
 def rec(warmup: bool = False, error: str | None = None) -> RequestRecord:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tuner.commands.tune import warm_start_configs
-from tuner.errors import ConfigError
-from tuner.search.outcome import TrialResult
+from tuner.core.errors import ConfigError
+from tuner.study.outcome import TrialResult
 
 
 def study_dir(tmp_path: Path, engine: str = "vllm") -> Path:

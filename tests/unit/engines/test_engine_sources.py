@@ -15,7 +15,7 @@ from tuner.engines.model_info import ModelInfo
 from tuner.engines.render import Rendered, render
 from tuner.engines.rules import broken_rules, rule_names
 from tuner.engines.spec import Mode, load_engine_spec
-from tuner.hardware import Gpu, Hardware
+from tuner.host.hardware import Gpu, Hardware
 from tuner.loadgen.runner import MAX_POOL
 from tuner.workload.arrivals import ConcurrencyArrivals
 

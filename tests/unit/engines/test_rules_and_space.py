@@ -4,10 +4,10 @@ import pytest
 from tuner.engines.model_info import ModelInfo
 from tuner.engines.rules import broken_rules, rule_names
 from tuner.engines.spec import load_engine_spec
-from tuner.hardware import Gpu, Hardware
+from tuner.host.hardware import Gpu, Hardware
 from tuner.launch.classify import classify_log
 from tuner.loadgen.client import ServerCaps, request_body
-from tuner.search.space import CategoricalKnob, load_search_space
+from tuner.study.space import CategoricalKnob, load_search_space
 from tuner.workload.plan import PlannedRequest
 
 SPEC = load_engine_spec("vllm")

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tests.unit.fakes.summaries import fake_summary
+from tuner.core.errors import EndpointError, EngineCrashed, EngineStartError
 from tuner.engines.render import Rendered
-from tuner.errors import EndpointError, EngineCrashed, EngineStartError
 from tuner.launch.base import EngineHandle, LaunchRequest
 from tuner.loadgen.records import RequestRecord
 from tuner.measurement.capacity import CapacityResult, estimate

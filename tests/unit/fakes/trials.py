@@ -6,7 +6,7 @@ from typing import Any
 
 from tests.unit.fakes.summaries import fake_summary
 from tuner.metrics.figures import Dist
-from tuner.search.outcome import Timing, TrialResult
+from tuner.study.outcome import Timing, TrialResult
 
 
 def dist(p95: float | None) -> Dist:

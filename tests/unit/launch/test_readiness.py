@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tuner.core.errors import EngineStartError
 from tuner.engines.render import Rendered
 from tuner.engines.spec import load_engine_spec
-from tuner.errors import EngineStartError
 from tuner.launch.base import EngineHandle
 from tuner.launch.readiness import wait_ready
 

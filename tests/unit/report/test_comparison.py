@@ -16,8 +16,8 @@ from tuner.report.comparison import (
 )
 from tuner.report.document import html_page, markdown
 from tuner.report.plots import all_plots, pareto
-from tuner.search.outcome import TrialResult
-from tuner.search.remeasure import MeasuredRun
+from tuner.study.outcome import TrialResult
+from tuner.study.repeats.remeasure import MeasuredRun
 
 MS = 1_000_000
 

@@ -13,8 +13,8 @@ import pytest
 from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
-from tuner.errors import StudyError
-from tuner.search.outcome import TrialResult
+from tuner.core.errors import StudyError
+from tuner.study.outcome import TrialResult
 from tuner.tracking import mlflow_tracker
 from tuner.tracking.delivery import reachable
 from tuner.tracking.mlflow_tracker import MlflowTracker, deliver_kept

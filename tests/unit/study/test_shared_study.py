@@ -1,0 +1,273 @@
+"""A study shared by several processes, on SQLite storage with fakes at the launcher and
+measurer seams: one creator, the budget counted from the storage, the defaults once, no
+double enqueue, heartbeats that fail only dead workers' trials, interrupted trials queued
+again. (The real thing, PostgreSQL and an MLflow server with worker processes, is in
+tests/integration/test_distributed.py.)"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
+from tests.unit.study.conftest import SMOKE, MakeContext
+from tuner.core.errors import ConfigError
+from tuner.launch.base import EngineHandle
+from tuner.loadgen.records import RequestRecord
+from tuner.measurement.capacity import CapacityResult
+from tuner.study import loop as study_module
+from tuner.study.config import StudyConfig
+from tuner.study.coordination import shared_study
+from tuner.study.coordination.joining import open_shared
+from tuner.study.coordination.ledger import WORKER, ledger, rejected
+from tuner.study.coordination.shared_study import (
+    Heartbeat,
+    claim,
+    fail_stale,
+    give_back,
+    read_record,
+    storage_for,
+)
+from tuner.study.loop import run_search
+from tuner.study.record import config_from
+from tuner.study.state import StudyProgress
+from tuner.study.status import Running, study_status, time_left
+from tuner.study.tracker import NullTracker
+from tuner.study.trial import TrialContext
+
+
+@pytest.fixture(autouse=True)
+def quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers waiting for the last trials look at the storage every 0.1 s, not every 1 s."""
+    monkeypatch.setattr(study_module, "POLL_S", 0.1)
+
+
+def config(tmp_path: Path, host: str, db: Path, **over: object) -> StudyConfig:
+    return StudyConfig.model_validate(dict(
+        engine="vllm", workload=SMOKE, model="/m", out_dir=tmp_path / host,
+        study_name="shared", storage=f"sqlite:///{db}", heartbeat_s=1,
+        tracking_uri="http://mlflow.invalid", **over))
+
+
+def defaults(ctx: TrialContext) -> dict[str, object]:
+    return ctx.space.legal_defaults(ctx.defaults_config())
+
+
+class Slow(FakeMeasurer):
+    """Holds each engine a moment, so that workers overlap."""
+
+    def capacity(self, handle: EngineHandle, accelerators: int
+                 ) -> tuple[CapacityResult, list[RequestRecord]]:
+        time.sleep(0.05)
+        return super().capacity(handle, accelerators)
+
+
+def test_workers_share_one_budget_and_run_the_defaults_once(tmp_path: Path,
+                                                            make_ctx: MakeContext) -> None:
+    db = tmp_path / "study.db"
+    enqueue = [{"max_batch_size": 32}, {"max_batch_size": 64}]
+    launchers = [FakeLauncher() for _ in range(3)]
+    states = [StudyProgress() for _ in range(3)]
+    errors: list[BaseException] = []
+
+    def host(i: int) -> None:
+        try:
+            cfg = config(tmp_path, f"host{i}", db, trials=4, enqueue=enqueue)
+            run_search(cfg, make_ctx(launchers[i], Slow()), NullTracker(), states[i])
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=host, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    study = optuna.load_study(study_name="shared", storage=f"sqlite:///{db}")
+    done = study.get_trials(states=(TrialState.COMPLETE,))
+    launched = [t for t in done if not rejected(t)]
+    assert ledger(study).launched == len(launched) == 4  # the study's budget, not 4 each
+    assert sum(len(s.own) for s in states) == len(done)
+    assert sum(bool(t.user_attrs.get("defaults")) for t in done) == 1
+    for knobs in enqueue:  # each enqueued configuration ran once
+        assert sum(t.user_attrs.get("enqueued") == knobs for t in done) == 1
+    assert sum(len(launcher.started) for launcher in launchers) == 4
+    assert all(launcher.running == set() for launcher in launchers)
+    assert len({t.user_attrs[WORKER] for t in done}) == 1  # threads of one process here
+    assert not study.get_trials(states=(TrialState.WAITING, TrialState.RUNNING))
+    # every process ends with the whole study's results, whoever ran them
+    assert all(len(s.results) == len(done) for s in states)
+
+
+def test_processes_that_create_at_once_make_one_study(tmp_path: Path,
+                                                      make_ctx: MakeContext) -> None:
+    db = tmp_path / "study.db"
+    cfg = config(tmp_path, "a", db, trials=3, enqueue=[{"max_batch_size": 32}])
+    storage_for(cfg.storage_url, 1)  # the tables exist before the race
+    created: list[bool] = []
+    barrier = threading.Barrier(3)
+
+    def create() -> None:
+        barrier.wait()
+        created.append(open_shared(cfg, defaults(make_ctx())).created)
+
+    threads = [threading.Thread(target=create) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sorted(created) == [False, False, True]
+    study = optuna.load_study(study_name="shared", storage=cfg.storage_url)
+    waiting = study.get_trials(states=(TrialState.WAITING,))
+    assert len(waiting) == 2  # the defaults and the one enqueued configuration, once
+    assert sum(bool(t.user_attrs.get("defaults")) for t in waiting) == 1
+
+
+@pytest.mark.slow
+def test_a_dead_workers_trial_is_failed_and_retried_a_live_ones_is_not(
+        tmp_path: Path, make_ctx: MakeContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Stale after more than 1 s of silence (SQLite's clock counts whole seconds).
+    monkeypatch.setattr(shared_study, "GRACE_BEATS", 1)
+    db = tmp_path / "study.db"
+    cfg = config(tmp_path, "a", db, trials=3)
+    study = open_shared(cfg, defaults(make_ctx())).study
+    dead = study.ask()  # the defaults, taken by a worker that beats once and dies
+    dead.set_user_attr(WORKER, "host-a:1")
+    Heartbeat(study, dead, 3600).stop()
+    live = study.ask()
+    beat = Heartbeat(study, live, 0.3)
+    try:
+        time.sleep(2.2)
+        fail_stale(study)
+        states = {t.number: t.state for t in study.get_trials()}
+        assert states[dead.number] == TrialState.FAIL
+        assert states[live.number] == TrialState.RUNNING
+        retry = study.get_trials(states=(TrialState.WAITING,))
+        assert len(retry) == 1
+        assert retry[0].user_attrs.get("defaults")
+        assert retry[0].system_attrs["failed_trial"] == dead.number
+    finally:
+        beat.stop()
+    study.tell(live, 2.0)
+    # another worker joins, takes the retry first and finishes the study's budget
+    state = StudyProgress()
+    launcher = FakeLauncher()
+    run_search(config(tmp_path, "b", db, trials=3), make_ctx(launcher), NullTracker(), state)
+    assert launcher.started[0].request.config == {}  # the defaults, run again
+    done = study.get_trials(states=(TrialState.COMPLETE,))
+    assert sum(bool(t.user_attrs.get("defaults")) for t in done) == 1
+    assert ledger(study).launched == 3
+
+
+class Interrupted(FakeMeasurer):
+    def capacity(self, handle: EngineHandle, accelerators: int
+                 ) -> tuple[CapacityResult, list[RequestRecord]]:
+        if self.capacity_calls == 1:
+            raise KeyboardInterrupt("signal 15")
+        return super().capacity(handle, accelerators)
+
+
+def test_an_interrupted_trial_goes_back_to_the_queue(tmp_path: Path,
+                                                     make_ctx: MakeContext) -> None:
+    db = tmp_path / "study.db"
+    launcher, measurer = FakeLauncher(), Interrupted()
+    measurer.capacity_calls = 0
+    with pytest.raises(KeyboardInterrupt):
+        run_search(config(tmp_path, "a", db, trials=3), make_ctx(launcher, measurer),
+                   NullTracker(), StudyProgress())
+    assert launcher.running == set()
+    study = optuna.load_study(study_name="shared", storage=f"sqlite:///{db}")
+    failed = study.get_trials(states=(TrialState.FAIL,))
+    queued = study.get_trials(states=(TrialState.WAITING,))
+    assert len(failed) == 1
+    assert len(queued) == 1
+    assert queued[0].params == failed[0].params
+    assert not study.get_trials(states=(TrialState.RUNNING,))
+
+
+def test_a_trial_asked_past_the_budget_goes_back_untouched(tmp_path: Path,
+                                                           make_ctx: MakeContext) -> None:
+    db = tmp_path / "study.db"
+    study = open_shared(config(tmp_path, "a", db, trials=1,
+                               enqueue=[{"max_batch_size": 32}]), defaults(make_ctx())).study
+    study.ask()  # the defaults
+    extra = study.ask()  # the enqueued configuration, one start too many
+    give_back(study, extra)
+    queued = study.get_trials(states=(TrialState.WAITING,))
+    assert len(queued) == 1
+    assert queued[0].system_attrs["fixed_params"] == {"max_batch_size": 32}
+    assert queued[0].user_attrs["enqueued"] == {"max_batch_size": 32}
+
+
+def test_a_worker_rebuilds_the_study_from_its_storage(tmp_path: Path,
+                                                      make_ctx: MakeContext) -> None:
+    db = tmp_path / "study.db"
+    made = config(tmp_path, "a", db, trials=2, seed=7, sampler="random", time_budget_s=600,
+                  enqueue=[{"max_batch_size": 32}], remeasure_top=0)
+    run_search(made, make_ctx(), NullTracker(), StudyProgress())
+    _, record = read_record("shared", made.storage_url)
+    joined = config_from(record, name="shared", storage=made.storage_url,
+                         out_dir=tmp_path / "b", launcher="docker", parallel=2)
+    assert joined.workload.read_text() == SMOKE.read_text()
+    assert joined.search_space is not None
+    assert joined.search_space.is_file()
+    assert (joined.engine, joined.trials, joined.seed, joined.sampler, joined.enqueue) == (
+        "vllm", 2, 7, "random", [{"max_batch_size": 32}])
+    assert (joined.launcher, joined.parallel, joined.tracking_uri) == (
+        "docker", 2, "http://mlflow.invalid")
+    assert (joined.remeasure_top, joined.remeasure_repeats) == (0, 2)  # the study's
+    assert record.deadline is not None
+    assert record.deadline > time.time()
+    status = study_status("shared", optuna.load_study(study_name="shared",
+                                                      storage=made.storage_url), record)
+    assert status.launched == 2
+    assert status.running == []
+    assert status.time_left_s == 0.0
+    assert status.best is not None
+    assert any(line.startswith("trials: 2 of 2 done") for line in status.lines())
+
+
+def test_joining_a_study_that_is_not_there_or_not_tunes(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    storage_for(url, None)  # a database without that study
+    with pytest.raises(ConfigError, match="no such study"):
+        read_record("missing", url)
+    plain, _ = claim("plain", storage_for(url, None), "random", 0, 1, create=True)
+    plain.add_trial(optuna.create_trial(value=1.0))
+    with pytest.raises(ConfigError, match="not made by tune"):
+        read_record("plain", url)
+
+
+def test_a_mistyped_sqlite_path_is_bad_input_and_makes_no_file(tmp_path: Path) -> None:
+    missing = tmp_path / "tune-runs" / "x" / "stduy.db"
+    with pytest.raises(ConfigError, match="no such file"):
+        read_record("x", f"sqlite:///{missing}")
+    assert not missing.exists()
+
+
+def test_the_time_left_spreads_the_remaining_trials_over_the_busy_workers() -> None:
+    running = [Running(number=5, worker="a:1", elapsed_s=100, defaults=False),
+               Running(number=6, worker="b:2", elapsed_s=500, defaults=False)]
+    # the longer rest of the running trials (600 - 100), then 3 trials over 2 workers
+    assert time_left(600.0, 3, running) == 500 + 2 * 600
+    assert time_left(600.0, 3, []) == 3 * 600
+    assert time_left(None, 3, running) is None
+
+
+def test_tune_run_again_with_more_trials_extends_the_study(tmp_path: Path,
+                                                            make_ctx: MakeContext) -> None:
+    db = tmp_path / "study.db"
+    first = StudyProgress()
+    run_search(config(tmp_path, "host0", db, trials=2), make_ctx(FakeLauncher(), Slow()),
+               NullTracker(), first)
+    again = StudyProgress()
+    run_search(config(tmp_path, "host0", db, trials=3), make_ctx(FakeLauncher(), Slow()),
+               NullTracker(), again)
+    study, record = read_record("shared", f"sqlite:///{db}")
+    assert ledger(study).launched == 3
+    assert record.trials == 3  # what a worker joining now would read

@@ -1,0 +1,57 @@
+"""Validate input into a config model, or explain what is wrong in one line.
+
+Every config model derives from :class:`StrictModel` (unknown keys are errors); every
+validation of user input goes through :func:`validate`, and every YAML file through
+:func:`load_yaml`, so a mistake is always one ``ConfigError`` line naming the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from tuner.core.errors import ConfigError
+from tuner.core.validation_errors import describe_validation_error
+
+
+class StrictModel(BaseModel):
+    """Base model that rejects unknown keys and freezes instances."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(model: type[M], data: Any, source: str,
+             context: dict[str, Any] | None = None) -> M:
+    """``model`` from ``data``, or a one-line ConfigError that starts with ``source``."""
+    try:
+        return model.model_validate(data, context=context)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, source, model)) from exc
+
+
+def load_yaml(path: Path) -> Any:
+    """Read a YAML file, turning I/O and syntax errors into one-line ConfigErrors."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: file not found") from exc
+    except IsADirectoryError as exc:
+        raise ConfigError(f"{path}: is a folder; give a YAML file") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); give a YAML file "
+                          "saved as UTF-8") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "malformed YAML"
+        raise ConfigError(f"{path}: malformed YAML{where}: {problem}") from exc

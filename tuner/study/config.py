@@ -1,0 +1,76 @@
+"""The run config of a study (``tune --engine ... --workload ...``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from tuner.core.errors import ConfigError
+from tuner.core.validation import StrictModel
+from tuner.study.samplers import DEFAULT_SAMPLER, SAMPLERS, check_runnable
+
+
+class StudyConfig(StrictModel):
+    engine: str
+    workload: Path
+    model: str = Field(description="model folder or Hugging Face id the engine serves")
+    served_name: str | None = Field(default=None, description="default: the workload's model")
+    search_space: Path | None = None
+    trials: int = Field(default=20, ge=1, le=10_000, description="finished trials to reach")
+    time_budget_s: float | None = Field(default=None, gt=0)
+    budget_usd: float | None = Field(default=None, gt=0, description="no new trial starts once "
+                                     "the study's finished trials spent this on accelerators")
+    launcher: Literal["process", "docker"] = "process"
+    image: str | None = Field(default=None, description="container image (docker); overrides "
+                              "the engine spec's image and tag")
+    image_tag: str | None = None
+    network: Literal["host", "publish"] = "host"
+    study_name: str | None = None
+    storage: str | None = Field(default=None, description="Optuna storage URL; default: SQLite "
+                                "in the output folder")
+    tracking_uri: str | None = None
+    out_dir: Path = Path("tune-runs")
+    seed: int = Field(default=0, ge=0)
+    intensify: bool = Field(default=False, description="measure a trial that beats the "
+                            "incumbent again on a fresh start before it can lead")
+    sampler: str = Field(default=DEFAULT_SAMPLER, description="the search's sampler: "
+                         + ", ".join(SAMPLERS))
+    remeasure_top: int = Field(default=2, ge=0, le=20)
+    remeasure_repeats: int = Field(default=2, ge=1, le=20)
+    enqueue: list[dict[str, Any]] = Field(default_factory=list,
+                                          description="configurations to try first")
+    device: Literal["auto", "cpu", "gpu"] = "auto"
+    parallel: int = Field(default=1, ge=1, le=64, description="trials at once (GPU hosts: each "
+                          "gets its own devices)")
+    startup_timeout_s: float | None = Field(default=None, gt=0)
+    workers: int | None = Field(default=None, ge=1, le=64, description="load-generator "
+                                "processes; default: as the planned token rate needs")
+    heartbeat_s: int = Field(default=30, ge=1, le=3600, description="seconds between a "
+                             "running trial's heartbeats in the storage; a trial silent for "
+                             "GRACE_BEATS of them is failed and retried by another worker")
+
+    @field_validator("sampler")
+    @classmethod
+    def _runnable_sampler(cls, value: str) -> str:
+        try:
+            return check_runnable(value)
+        except ConfigError as exc:  # told as this field's error
+            raise ValueError(str(exc)) from None
+
+    @property
+    def name(self) -> str:
+        return self.study_name or f"{self.engine}-{self.workload.stem}"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.out_dir / self.name
+
+    @property
+    def storage_url(self) -> str:
+        return self.storage or f"sqlite:///{(self.run_dir / 'study.db').resolve()}"
+
+    @property
+    def tracking(self) -> str:
+        return self.tracking_uri or f"sqlite:///{(self.run_dir / 'mlflow.db').resolve()}"

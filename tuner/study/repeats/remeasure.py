@@ -1,0 +1,253 @@
+"""Measure configurations again on fresh engine starts, interleaved, as `tune measure` does.
+
+Each fresh start of a candidate is a whole trial (:func:`tuner.study.trial.run_trial`: start,
+readiness, warm-up, capacity search, interpolated capacity and its cost), so a re-measurement
+re-tests the capacity the search found instead of trusting it. The candidates take turns within
+each repeat so that drift on the machine hits all of them. A candidate's cost interval is a
+bootstrap over its starts and the requests of each start's best step, each start's throughput
+scaled to its estimated capacity (:mod:`tuner.metrics.bootstrap`); the records of every start
+are kept, so intervals can be rebuilt later from the files alone. A study's own re-measurement
+runs as units of work in its storage (:mod:`tuner.study.repeats.remeasure_round`), whose results
+carry the output tokens the bootstrap needs, so the summary needs no host's files.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from tuner.loadgen.records import RequestRecord, read_records_csv
+from tuner.measurement.capacity import CapacityEstimate
+from tuner.metrics.bootstrap import (
+    Interval,
+    RunTokens,
+    cost_samples,
+    interval,
+    point_cost,
+    ratio_interval,
+)
+from tuner.metrics.figures import measured, window_ns
+from tuner.metrics.run_summary import RunSummary
+from tuner.study.outcome import Timing, TrialResult, defaults_trial, ranked
+from tuner.study.trial import TrialContext, run_trial
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Candidate:
+    engine: str
+    trial: TrialResult
+    ctx: TrialContext
+
+
+class MeasuredRun(BaseModel):
+    """One fresh start of one candidate: its capacity search's best step and estimate."""
+
+    engine: str
+    trial: int
+    defaults: bool
+    repeat: int
+    load: float = Field(description="the start's estimated capacity (0: no load met the SLOs)")
+    usd_per_hour: float
+    records_path: str | None = None
+    summary: RunSummary | None = Field(default=None, description="the best passing step")
+    failure: str | None = None
+    step: int | None = Field(default=None, description=(
+        "the best step's epoch in the records (None: every measured record counts)"))
+    scale: float = Field(default=1.0, description=(
+        "estimated capacity / the best step's load: its throughput scaled to the capacity"))
+    binding: str | None = None
+    output_tokens: list[int] | None = Field(default=None, description=(
+        "each counted request's output tokens in the best step: with window_s, what the "
+        "bootstrap needs, so a report rebuilds from this record without the records file"))
+    window_s: float | None = None
+    unresolved_step: float | None = Field(default=None, description=(
+        "(lowest failing - highest passing load) / highest passing, when the capacity was "
+        "not interpolated between them: it is only known to lie in that step (None: "
+        "interpolated, or no load failed)"))
+
+
+class Remeasured(BaseModel):
+    """A candidate's re-measurement, summarised."""
+
+    engine: str
+    trial: int
+    defaults: bool
+    config: dict[str, Any]
+    load: float = Field(description="the capacity the search found")
+    capacities: list[float] = Field(default_factory=list, description=(
+        "the capacity each fresh start found (starts that met the SLOs at some load)"))
+    runs: int
+    slo_passed_runs: int = Field(description="fresh starts that met the SLOs at some load")
+    failures: list[str]
+    cost: Interval | None
+    ttft_p95_ms: list[float]
+    itl_p95_ms: list[float]
+    output_tokens_per_s: list[float]
+    command: str | None
+    unresolved_step: float | None = Field(default=None, description=(
+        "the widest capacity step a fresh start could not interpolate within"))
+
+
+class RemeasureOutcome(BaseModel):
+    candidates: list[Remeasured]
+    winner: Remeasured | None
+    defaults: Remeasured | None
+    tuning_delta: Interval | None
+    runs: list[MeasuredRun]
+    timing: Timing
+
+
+def pick_candidates(results: list[TrialResult], top: int) -> list[TrialResult]:
+    """The defaults (when they met the SLOs) and the ``top`` cheapest other configurations."""
+    defaults = defaults_trial(results)
+    picked = [r for r in ranked(results) if not r.defaults][:top]
+    return ([defaults] if defaults and defaults.feasible else []) + picked
+
+
+def run_tokens(records: list[RequestRecord], step: int | None = None, scale: float = 1.0
+               ) -> RunTokens:
+    """The output tokens and window of the measured records (of epoch ``step`` only, when
+    given), their throughput scaled by ``scale``."""
+    recs = [r for r in measured(records) if step is None or r.step == step]
+    return RunTokens(np.array([r.generated for r in recs if r.ok], dtype=np.float64),
+                     window_ns(recs) / 1e9, scale)
+
+
+def measure_interleaved(cands: list[Candidate], *, repeats: int
+                        ) -> tuple[list[MeasuredRun], Timing]:
+    runs: list[MeasuredRun] = []
+    timing = Timing()
+    t0 = time.monotonic()
+    for rep in range(repeats):
+        for cand in cands:
+            runs.append(measure_once(cand, rep, timing))
+    timing.wall_s = time.monotonic() - t0
+    return runs, timing
+
+
+def measure_once(cand: Candidate, rep: int, timing: Timing) -> MeasuredRun:
+    """One fresh start of one candidate, a trial like the search's; a failure is the run's
+    ``failure``, never raised."""
+    ctx, trial = cand.ctx, cand.trial
+    ctx.progress.status("trial", f"re-measuring {cand.engine} trial {trial.number} on a fresh "
+                        f"start (repeat {rep + 1})")
+    result = run_trial(ctx, trial.number, trial.config, defaults=trial.defaults,
+                       tag=f"remeasure-{trial.number:03d}-{rep}")
+    for name in ("startup_s", "warmup_s", "measure_s", "teardown_s"):
+        setattr(timing, name, getattr(timing, name) + getattr(result.timing, name))
+    run = run_of(cand.engine, result, rep, ctx.workload.cost.usd_per_hour_for(result.accelerators))
+    if run.records_path and run.failure is None:
+        tokens = tokens_from_records(run)
+        run.output_tokens = [int(t) for t in tokens.tokens]
+        run.window_s = tokens.window_s
+    return run
+
+
+def run_of(engine: str, result: TrialResult, rep: int, usd_per_hour: float) -> MeasuredRun:
+    """A fresh start's trial result as a re-measurement run."""
+    run = MeasuredRun(engine=engine, trial=result.number, defaults=result.defaults, repeat=rep,
+                      load=result.max_load or 0.0, usd_per_hour=usd_per_hour,
+                      records_path=result.records_path)
+    cap = result.capacity
+    if result.outcome != "ok":
+        run.failure = f"{result.outcome}: {result.detail}"
+    elif cap is not None and cap.estimate is not None:
+        run.unresolved_step = unresolved_step(cap.estimate)
+        if cap.best is not None:
+            run.summary = cap.best
+            run.step = next(i for i, s in enumerate(cap.steps) if s == cap.best)
+            run.scale = cap.estimate.load / cap.best.load
+            run.binding = cap.estimate.binding
+    return run
+
+
+def unresolved_step(est: CapacityEstimate) -> float | None:
+    """How wide the step is that a capacity is only known to lie in (None: interpolated)."""
+    if est.interpolated or est.high is None or est.low <= 0:
+        return None
+    return (est.high - est.low) / est.low
+
+
+TokensOf = Callable[[MeasuredRun], RunTokens]
+"""What the bootstrap needs of a run that produced records (its best step's output tokens)."""
+
+
+def tokens_from_records(run: MeasuredRun) -> RunTokens:
+    """A run's tokens: those it keeps, else read from its records file."""
+    if run.output_tokens is not None and run.window_s is not None:
+        return RunTokens(np.array(run.output_tokens, dtype=np.float64), run.window_s, run.scale)
+    assert run.records_path is not None
+    return run_tokens(read_records_csv(Path(run.records_path)), run.step, run.scale)
+
+
+def cost_of(runs: list[MeasuredRun], seed: int, tokens_of: TokensOf = tokens_from_records
+            ) -> tuple[Interval | None, np.ndarray]:
+    """Cost per million output tokens over ``runs`` (one candidate), with its bootstrap."""
+    tokens = [tokens_of(r) for r in runs if r.records_path and r.failure is None]
+    if not tokens:
+        return None, np.full(1, np.nan)
+    usd = runs[0].usd_per_hour
+    samples = cost_samples(tokens, usd, seed=seed)
+    return interval(point_cost(tokens, usd), samples), samples
+
+
+def met_slos(run: MeasuredRun) -> bool:
+    """Whether a fresh start met the SLOs at some load (a run recorded before each start was a
+    capacity search: at the one load it ran)."""
+    return run.failure is None and (run.summary is None or run.summary.slo.passed)
+
+
+def summarise_candidate(engine: str, trial: TrialResult, runs: list[MeasuredRun],
+                        seed: int, tokens_of: TokensOf = tokens_from_records
+                        ) -> tuple[Remeasured, np.ndarray]:
+    mine = [r for r in runs if r.engine == engine and r.trial == trial.number]
+    cost, samples = cost_of(mine, seed + trial.number, tokens_of)
+    done = [r.summary for r in mine if r.summary is not None]
+    return Remeasured(
+        engine=engine, trial=trial.number, defaults=trial.defaults, config=trial.config,
+        load=trial.max_load or 0.0,
+        capacities=[r.load for r in mine if met_slos(r)],
+        runs=len([r for r in mine if r.records_path]),
+        slo_passed_runs=len([r for r in mine if met_slos(r)]),
+        failures=[r.failure for r in mine if r.failure], cost=cost,
+        ttft_p95_ms=[s.ttft_ms.p95 or float("nan") for s in done],
+        itl_p95_ms=[s.itl_ms.p95 or float("nan") for s in done],
+        output_tokens_per_s=[s.output_token_throughput for s in done],
+        command=trial.command,
+        unresolved_step=max((r.unresolved_step for r in mine if r.unresolved_step is not None),
+                            default=None)), samples
+
+
+def pick_winner(candidates: list[Remeasured]) -> Remeasured | None:
+    """The cheapest candidate that met the SLOs on every fresh start; only when none did, the
+    cheapest of all (the verdict then says so). A configuration that cannot hold its SLOs at
+    any load on some starts is not one to deploy on the strength of the others."""
+    scored = [m for m in candidates if m.cost is not None]
+    held = [m for m in scored if m.runs and m.slo_passed_runs == m.runs] or scored
+    return min(held, key=lambda m: m.cost.value if m.cost else float("inf"), default=None)
+
+
+def outcome_of(engine: str, picked: list[TrialResult], runs: list[MeasuredRun], seed: int,
+               timing: Timing, tokens_of: TokensOf = tokens_from_records) -> RemeasureOutcome:
+    """One engine's re-measured candidates (``picked``, from their ``runs``), the winner and
+    the tuning delta."""
+    summarised = [summarise_candidate(engine, t, runs, seed, tokens_of) for t in picked]
+    out = [m for m, _ in summarised]
+    samples = {m.trial: s for m, s in summarised}
+    winner = pick_winner(out)
+    defaults = next((m for m in out if m.defaults), None)
+    delta = None
+    if winner is not None and defaults is not None and defaults.cost and winner.cost:
+        delta = ratio_interval(defaults.cost.value, samples[defaults.trial],
+                               winner.cost.value, samples[winner.trial])
+    return RemeasureOutcome(candidates=out, winner=winner, defaults=defaults,
+                            tuning_delta=delta, runs=runs, timing=timing)
