@@ -13,7 +13,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -24,6 +24,9 @@ from tuner import __version__, cli_help
 from tuner.core.errors import EXIT_INTERRUPTED, TunerError
 from tuner.core.settings import Settings
 from tuner.host.disk_space import out_of_space, what_filled
+
+if TYPE_CHECKING:
+    from tuner.commands.prepare import EngineFactory
 
 T = TypeVar("T")
 
@@ -79,6 +82,13 @@ Debug = Annotated[bool, typer.Option("--debug", help="show tracebacks and debug 
 Workers = Annotated[int | None, typer.Option(
     help="load-generator processes for open-loop runs; default: as many as the planned "
     "token rate needs, at most one per core the generator has")]
+
+
+def engine_factory_of(ctx: typer.Context) -> EngineFactory:
+    """The engines :func:`main` was given, else the real ones."""
+    from tuner.commands.prepare import real_engines
+
+    return ctx.obj if ctx.obj is not None else real_engines
 
 
 def check_workers(workers: int | None) -> int | None:
@@ -184,7 +194,7 @@ def tune(
             device=device, parallel=parallel,
             startup_timeout_s=startup_timeout, served_name=served_name, workers=workers,
             heartbeat_s=heartbeat), "options")
-        tune_command(cfg, settings, out_console, err)
+        tune_command(cfg, settings, out_console, err, engine_factory_of(ctx))
 
     run_cli(go, debug)
 
@@ -196,6 +206,7 @@ Storage = Annotated[str, typer.Option(
 
 @app.command(help=cli_help.WORKER)
 def worker(
+    ctx: typer.Context,
     study: Study,
     storage: Storage,
     launcher: Annotated[str, typer.Option(help="process or docker (this host's)")] = "process",
@@ -222,7 +233,8 @@ def worker(
                        tracking_uri=tracking_uri or settings.tracking_uri,
                        host={"image": image, "image_tag": image_tag, "network": network,
                              "workers": check_workers(workers)},
-                       settings=settings, console=out_console, progress_console=err)
+                       settings=settings, console=out_console, progress_console=err,
+                       engine_factory=engine_factory_of(ctx))
 
     run_cli(go, debug)
 
@@ -280,6 +292,7 @@ def bench(
 
 @app.command(help=cli_help.COMPARE)
 def compare(
+    ctx: typer.Context,
     engines: Annotated[str, typer.Option(help="engines to compare, comma-separated")],
     workload: Annotated[Path, typer.Option(help="workload YAML file (drives every engine)")],
     model: Annotated[list[str], typer.Option(
@@ -313,11 +326,13 @@ def compare(
     run_cli(lambda: compare_command(names, workload, models(), trials=trials, repeats=repeats,
                                     out=out, seed=seed, tracking_uri=tracking_uri,
                                     launcher=launcher, settings=settings,
-                                    console=out_console, progress_console=err), debug)
+                                    console=out_console, progress_console=err,
+                                    engine_factory=engine_factory_of(ctx)), debug)
 
 
 @app.command(help=cli_help.MEASURE)
 def measure(
+    ctx: typer.Context,
     engine: Annotated[str, typer.Option(help="engine to measure (engines/*.yaml)")],
     workload: Annotated[Path, typer.Option(help="workload YAML file")],
     model: Annotated[str, typer.Option(help="model folder the engine serves")],
@@ -356,7 +371,8 @@ def measure(
             tracking_uri=tracking_uri or settings.tracking_uri, device=device,
             startup_timeout_s=startup_timeout, served_name=served_name), "options")
         measure_command(cfg, settings, config=knobs, defaults=defaults, repeats=repeats,
-                        console=out_console, progress_console=err)
+                        console=out_console, progress_console=err,
+                        engine_factory=engine_factory_of(ctx))
 
     run_cli(go, debug)
 
@@ -478,10 +494,12 @@ def make_model(
             out_console.print(f"GGUF {variant}: {file}")
 
 
-def main() -> None:
+def main(engines: EngineFactory | None = None) -> None:
+    """The ``tune`` command. ``engines``: what starts and measures the engines (the
+    composition root's choice; the real ones unless a test's entry script passes fakes)."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        code = app(standalone_mode=False)
+        code = app(standalone_mode=False, obj=engines)
     except typer.TyperException as exc:  # an unknown option, a bad value: one line, exit 2
         if exc.format_message().startswith("Usage:"):  # a group given no command: its help
             typer.echo(exc.format_message())

@@ -1,16 +1,19 @@
 """TEST ONLY: engines for `tune` processes that tests start, in place of the real ones.
 
-``TUNER_FAKE_ENGINE=tests.integration.fake_engine:make``: the fake engine of tests/unit/fakes,
+``make``: the fake engine of tests/unit/fakes,
 so that several tuner processes can run one shared study through a real PostgreSQL and a real
 MLflow server in seconds. Each trial holds its fake engine for ``TUNER_FAKE_TRIAL_S`` seconds
 (default 1). It proves nothing about engines; what it lets a test prove is the sharing of a
 study between processes.
 
-``TUNER_FAKE_ENGINE=tests.integration.fake_engine:standin``: the real process launcher and the
+``standin``: the real process launcher and the
 real measurer, the launcher starting the stand-in engine (tests/integration/standin_engine.py,
 a real process serving a real HTTP API) where the spec names vLLM: every fault around a trial
 (its process stopped, slow to start, its port taken, a full disk) happens to real processes,
-sockets and files, in seconds."""
+sockets and files, in seconds.
+
+Each is an engine factory of the composition root (:data:`tuner.commands.prepare.EngineFactory`),
+given to ``tune`` by tests/integration/fake_tune.py."""
 
 from __future__ import annotations
 
@@ -19,10 +22,12 @@ import os
 import time
 
 from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
+from tuner.core.settings import Settings
 from tuner.launch.base import EngineHandle, LaunchRequest
 from tuner.launch.process import ProcessHandle, ProcessLauncher
 from tuner.loadgen.records import RequestRecord
 from tuner.measurement.capacity import CapacityResult
+from tuner.study.config import StudyConfig
 
 
 class PacedMeasurer(FakeMeasurer):
@@ -32,7 +37,7 @@ class PacedMeasurer(FakeMeasurer):
         return super().capacity(handle, accelerators)
 
 
-def make() -> tuple[FakeLauncher, PacedMeasurer]:
+def make(cfg: StudyConfig, settings: Settings) -> tuple[FakeLauncher, PacedMeasurer]:
     return FakeLauncher(), PacedMeasurer()
 
 
@@ -51,7 +56,7 @@ class StandinLauncher(ProcessLauncher):
             request, spec=spec.model_copy(update={"process": process})))
 
 
-def standin() -> tuple[StandinLauncher, None]:
+def standin(cfg: StudyConfig, settings: Settings) -> tuple[StandinLauncher, None]:
     """The stand-in engine with the real measurer (None: the tuner's own)."""
     return StandinLauncher(), None
 

@@ -24,13 +24,13 @@ STUDY = "faults"
 def standin_env(state: Path, **extra: str) -> dict[str, str]:
     """The environment of a `tune` whose engines are stand-ins; ``state`` is the stand-ins'
     folder (which start is the first), ``extra`` their STANDIN_* settings."""
-    return {**os.environ, "TUNER_FAKE_ENGINE": "tests.integration.fake_engine:standin",
-            "TUNER_PIN_CORES": "0", "PYTHONPATH": str(REPO), "STANDIN_STATE_DIR": str(state),
-            **extra}
+    return {**os.environ, "TUNER_PIN_CORES": "0", "PYTHONPATH": str(REPO),
+            "STANDIN_STATE_DIR": str(state), **extra}
 
 
 def tune_command(model: Path, out: Path, trials: int, *options: str) -> list[str]:
-    return [sys.executable, "-m", "tuner", "--engine", "vllm",
+    """``tune`` on the stand-in engine (tests/integration/fake_tune.py)."""
+    return [sys.executable, "-m", "tests.integration.fake_tune", "standin", "--engine", "vllm",
             "--workload", str(DATA / "workload-faults.yaml"),
             "--search-space", str(DATA / "space-ci.yaml"), "--model", str(model),
             "--trials", str(trials), "--remeasure-top", "0", "--out", str(out),

@@ -1,7 +1,7 @@
 """One study, several tuner processes (as if on several hosts: each its own working folder),
 through a real PostgreSQL server and a real MLflow tracking server backed by it.
 
-The engines are the unit tests' fake (``TUNER_FAKE_ENGINE``, tests/integration/fake_engine.py):
+The engines are the unit tests' fake (tests/integration/fake_tune.py, fake_engine.py):
 what is proven here is the sharing of the study, not any engine. The study's budget is
 global, the defaults and each enqueued configuration run once, no trial runs twice, every
 trial is a nested run of the study's one MLflow parent; a worker killed mid-trial loses
@@ -27,6 +27,7 @@ from mlflow.tracking import MlflowClient
 from optuna.trial import FrozenTrial, TrialState
 
 from tests.integration.conftest import Postgres
+from tests.integration.fake_tune import with_fakes
 from tuner.study.coordination.ledger import WORKER, rejected
 from tuner.study.coordination.shared_study import driver_url
 from tuner.study.record import RECORD_ATTR
@@ -38,8 +39,7 @@ DATA = REPO / "tests" / "data"
 
 
 def env(trial_s: float) -> dict[str, str]:
-    return {**os.environ, "TUNER_FAKE_ENGINE": "tests.integration.fake_engine:make",
-            "TUNER_FAKE_TRIAL_S": str(trial_s), "TUNER_PIN_CORES": "0",
+    return {**os.environ, "TUNER_FAKE_TRIAL_S": str(trial_s), "TUNER_PIN_CORES": "0",
             "PYTHONPATH": str(REPO)}
 
 
@@ -74,7 +74,7 @@ def worker(name: str, storage: str, out: Path) -> list[str]:
 
 def start(cmd: list[str], folder: Path, trial_s: float) -> subprocess.Popen[str]:
     folder.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen(cmd, cwd=folder, env=env(trial_s), text=True,
+    return subprocess.Popen(with_fakes(cmd), cwd=folder, env=env(trial_s), text=True,
                             stdout=(folder / "out.txt").open("w"),
                             stderr=(folder / "err.txt").open("w"))
 
@@ -194,7 +194,8 @@ def test_a_killed_worker_loses_nothing(postgres: Postgres, mlflow_server: str,
 def test_joining_a_study_that_does_not_exist_is_bad_input(postgres: Postgres,
                                                           tmp_path: Path) -> None:
     storage = postgres.create_database("optuna_empty")
-    done = subprocess.run(worker("nope", storage, tmp_path), capture_output=True, text=True,
+    done = subprocess.run(with_fakes(worker("nope", storage, tmp_path)), capture_output=True,
+                          text=True,
                           timeout=120, env=env(1), cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()

@@ -3,8 +3,8 @@ study's store, its runs page loaded in headless Chromium (Debian's package, driv
 Selenium through Debian's chromedriver), where the study's view lists every trial, named by
 number, outcome and cost, with its cost in the table.
 
-The study is a real ``tune`` run on the unit tests' fake engine (``TUNER_FAKE_ENGINE``, as in
-test_distributed.py): what is proven is what MLflow shows of a study, not any engine."""
+The study is a real ``tune`` run on the unit tests' fake engine (tests/integration/fake_tune.py,
+as in test_distributed.py): what is proven is what MLflow shows of a study, not any engine."""
 
 from __future__ import annotations
 
@@ -57,13 +57,13 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
         "hidden_size": 64}))
     uri = f"sqlite:///{out / 'mlflow.db'}"
     done = subprocess.run(
-        [sys.executable, "-m", "tuner", "--engine", "vllm",
+        [sys.executable, "-m", "tests.integration.fake_tune", "make", "--engine", "vllm",
          "--workload", str(DATA / "workload-ci.yaml"),
          "--search-space", str(DATA / "space-ci.yaml"), "--model", str(model),
          "--trials", "5", "--remeasure-top", "0", "--study-name", STUDY,
          "--out", str(out), "--tracking-uri", uri, "--seed", "2"],
-        env={**os.environ, "TUNER_FAKE_ENGINE": "tests.integration.fake_engine:make",
-             "TUNER_FAKE_TRIAL_S": "0.2", "TUNER_PIN_CORES": "0", "PYTHONPATH": str(REPO)},
+        env={**os.environ, "TUNER_FAKE_TRIAL_S": "0.2", "TUNER_PIN_CORES": "0",
+             "PYTHONPATH": str(REPO)},
         capture_output=True, text=True, timeout=600, cwd=out)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "#/experiments/" in done.stdout  # the end of tune says where its trials are shown

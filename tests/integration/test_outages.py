@@ -32,7 +32,7 @@ from tests.integration.standin_study import (
     wait_for,
 )
 from tuner.study.coordination.shared_study import driver_url
-from tuner.tracking.outbox import FOLDER
+from tuner.study.run_folder import RunFolder
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -75,7 +75,7 @@ def test_a_tracking_server_down_for_30s_misses_nothing_and_gets_nothing_twice(
     err = errors_of(tmp_path)
     assert err.count(f"MLflow at {tracking.url} unreachable") == 1, err[-3000:]
     assert f"MLflow at {tracking.url} answers again" in err
-    assert not (run_dir / FOLDER).exists()  # everything kept was delivered
+    assert not RunFolder(run_dir).outbox.exists()  # everything kept was delivered
     numbers, status, ends = logged(tracking.url)
     assert numbers == finished_numbers(run_dir)  # every trial, each once
     assert (status, ends) == ("FINISHED", 1)
@@ -90,7 +90,7 @@ def test_a_tracking_server_down_at_the_end_is_caught_up_by_tune_report(
     tracking.stop()
     assert tune.wait(timeout=600) == 0, errors_of(tmp_path)[-3000:]  # the study went on
     assert "the study's end is kept in" in errors_of(tmp_path)
-    kept = sorted(p.name for p in (run_dir / FOLDER).iterdir())
+    kept = sorted(p.name for p in RunFolder(run_dir).outbox.iterdir())
     assert "study-end.json" in kept
     assert "target.json" in kept
 
@@ -100,7 +100,7 @@ def test_a_tracking_server_down_at_the_end_is_caught_up_by_tune_report(
     assert report.returncode == 0, report.stderr
     assert (f"MLflow at {tracking.url}: {len(kept) - 1} record(s) kept by the study logged now"
             in report.stdout), report.stdout
-    assert not (run_dir / FOLDER).exists()
+    assert not RunFolder(run_dir).outbox.exists()
     numbers, status, ends = logged(tracking.url)
     assert numbers == finished_numbers(run_dir)
     assert (status, ends) == ("FINISHED", 1)

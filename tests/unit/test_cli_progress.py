@@ -5,6 +5,7 @@ seam); the same against a real engine is tests/integration/test_bench_progress.p
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -87,15 +88,16 @@ def test_plain_lines_come_while_a_run_goes_on(tiny_model: Path, tmp_path: Path) 
 @pytest.mark.slow
 def test_a_piped_study_prints_a_line_per_trial_as_it_goes(tiny_model: Path,
                                                           tmp_path: Path) -> None:
-    """`tune` with the test-only fake engine (TUNER_FAKE_ENGINE, no engine runs): each trial's
-    start and outcome are lines while the study goes on."""
+    """`tune` with the test-only fake engine (tests/integration/fake_tune.py, no engine
+    runs): each trial's start and outcome are lines while the study goes on."""
     import os
 
     from tests.unit.cli_runner import REPO
 
     env = {**os.environ, "PYTHONPATH": str(REPO), "TUNER_PIN_CORES": "0",
-           "TUNER_FAKE_ENGINE": "tests.integration.fake_engine:make", "TUNER_FAKE_TRIAL_S": "1"}
-    proc = subprocess.Popen([*TUNE, "--engine", "vllm", "--workload",
+           "TUNER_FAKE_TRIAL_S": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "tests.integration.fake_tune", "make",
+                             "--engine", "vllm", "--workload",
                              str(REPO / "experiments" / "workloads" / "smoke.yaml"),
                              "--model", str(tiny_model), "--trials", "2", "--remeasure-top",
                              "0", "--out", str(tmp_path)],

@@ -28,7 +28,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 GOLDEN = DATA / "golden-run-folder.json"
 
 
-def make() -> tuple[FakeLauncher, FakeMeasurer]:
+def make(cfg: StudyConfig, settings: Settings) -> tuple[FakeLauncher, FakeMeasurer]:
     return FakeLauncher(), FakeMeasurer()
 
 
@@ -52,14 +52,17 @@ def shape_of(run_dir: Path) -> dict[str, Any]:
     def name(path: Path) -> str:  # MLflow's run ids are new each time
         return re.sub(r"[0-9a-f]{32}", "<run>", str(path.relative_to(run_dir)))
 
-    headers = {}
+    headers: dict[str, list[str]] = {}
     for path in files:
         if path.suffix == ".csv":
             with path.open(newline="") as fh:
-                headers[name(path)] = next(csv.reader(fh), [])
-    keys = {name(p): sorted(key_paths(json.loads(p.read_text())))
-            for p in files if p.suffix == ".json"}
-    return {"tree": sorted({name(p) for p in files}), "csv_headers": headers, "json_keys": keys}
+                headers.setdefault(name(path), next(csv.reader(fh), []))
+    keys: dict[str, set[str]] = {}  # files of one name in several runs: their keys together
+    for path in files:
+        if path.suffix == ".json":
+            keys.setdefault(name(path), set()).update(key_paths(json.loads(path.read_text())))
+    return {"tree": sorted({name(p) for p in files}), "csv_headers": headers,
+            "json_keys": {k: sorted(v) for k, v in keys.items()}}
 
 
 def test_a_study_writes_the_pinned_files(tmp_path: Path) -> None:
@@ -69,14 +72,13 @@ def test_a_study_writes_the_pinned_files(tmp_path: Path) -> None:
         "architectures": ["LlamaForCausalLM"], "num_attention_heads": 4,
         "num_key_value_heads": 2, "max_position_embeddings": 2048, "num_hidden_layers": 2,
         "hidden_size": 64}))
-    settings = Settings(fake_engine=f"{__name__}:make", pin_cores=False,
-                        cache_dir=tmp_path / "cache")
+    settings = Settings(pin_cores=False, cache_dir=tmp_path / "cache")
     cfg = StudyConfig(engine="vllm", workload=DATA / "workload-ci.yaml", model=str(model),
                       search_space=DATA / "space-ci.yaml", trials=3, remeasure_top=1,
                       remeasure_repeats=2, study_name="golden", seed=7,
                       out_dir=tmp_path / "runs", heartbeat_s=1)
     quiet = Console(file=(tmp_path / "progress.txt").open("w"))
-    tune_command(cfg, settings, Console(file=(tmp_path / "out.txt").open("w")), quiet)
+    tune_command(cfg, settings, Console(file=(tmp_path / "out.txt").open("w")), quiet, make)
     shape = shape_of(cfg.run_dir)
     if os.environ.get("TUNER_WRITE_GOLDEN") == "1":
         GOLDEN.write_text(json.dumps(shape, indent=1, sort_keys=True) + "\n")

@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     # The study package, floor by floor: its data and seams; coordination over the shared
     # storage; one trial; a configuration on fresh starts; the loop and what comes after it.
     ("study.config", "study.record", "study.space", "study.samplers", "study.outcome",
-     "study.enqueued", "study.measurer", "study.tracker"),
+     "study.enqueued", "study.measurer", "study.tracker", "study.run_folder", "study.policy"),
     ("study.coordination",),
     ("study.state", "study.quality_guard", "study.trial"),
     ("study.repeats",),
@@ -80,3 +80,8 @@ def test_imports_point_down(path: Path) -> None:
     upward = sorted(u for u in imported_units(path) - {me, "__version__"}
                     if RANK.get(u, -1) > RANK[me])
     assert upward == [], f"{path.relative_to(PACKAGE)} ({me}) imports from a layer above: {upward}"
+
+
+def test_the_study_coordinates_below_its_loop() -> None:
+    assert RANK["study.coordination"] < RANK["study.trial"] < RANK["study.repeats"]
+    assert RANK["study.repeats"] < RANK["study.loop"]

@@ -17,7 +17,7 @@ from mlflow.tracking import MlflowClient
 from pydantic import BaseModel
 from rich.console import Console
 
-from tuner.commands.prepare import Prepared, local_artifacts, prepare
+from tuner.commands.prepare import EngineFactory, Prepared, local_artifacts, prepare, real_engines
 from tuner.core.errors import ConfigError, StudyError
 from tuner.core.settings import Settings
 from tuner.core.validation import validate
@@ -30,6 +30,7 @@ from tuner.study.config import StudyConfig
 from tuner.study.loop import run_search
 from tuner.study.outcome import TrialResult, cheapest, defaults_trial
 from tuner.study.repeats.remeasure import Candidate, MeasuredRun, measure_interleaved
+from tuner.study.run_folder import RunFolder
 from tuner.study.state import StudyProgress
 from tuner.tracking.runs_view import KIND_TAG, MODEL_TRAINING
 from tuner.ui.progress_display import progress_display
@@ -56,8 +57,7 @@ class CompareInputs(BaseModel):
 
 
 def load_trials(study_dir: Path) -> list[TrialResult]:
-    return [TrialResult.model_validate_json(p.read_text())
-            for p in sorted((study_dir / "trials").glob("trial-*.json"))]
+    return RunFolder(study_dir).load_trials()
 
 
 def build(inputs: CompareInputs) -> Comparison:
@@ -125,8 +125,8 @@ def log_to_mlflow(uri: str, name: str, comparison: Comparison, files: dict[str, 
 def compare_command(engines: list[str], workload: Path, models: dict[str, str], *,
                     trials: int, repeats: int, out: Path, seed: int,
                     tracking_uri: str | None, launcher: str,
-                    settings: Settings, console: Console, progress_console: Console
-                    ) -> Comparison:
+                    settings: Settings, console: Console, progress_console: Console,
+                    engine_factory: EngineFactory = real_engines) -> Comparison:
     if len(engines) < 2:
         raise ConfigError("--engines needs at least two engines, e.g. --engines vllm,llamacpp")
     missing = [e for e in engines if e not in models]
@@ -142,7 +142,7 @@ def compare_command(engines: list[str], workload: Path, models: dict[str, str], 
         out_dir=folder, study_name=f"{e}-{workload.stem}", tracking_uri=uri, seed=seed,
         remeasure_top=0), "options") for e in engines]
     folder.mkdir(parents=True, exist_ok=True)
-    preps: list[Prepared] = [prepare(cfg, settings) for cfg in configs]
+    preps: list[Prepared] = [prepare(cfg, settings, engine_factory) for cfg in configs]
     refs: list[StudyRef] = []
     cands: list[Candidate] = []
     t0 = time.monotonic()

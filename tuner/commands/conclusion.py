@@ -83,12 +83,12 @@ def conclude(prep: Prepared, state: StudyProgress, study: optuna.Study,
         best_command=ready_command(spec, best_trial, cfg.model, prep.served_name, hw.device),
         time=split, time_shares=split.shares(), pareto=front,
         spend_usd=spend_of(state.results, prep.workload.cost).usd)
-    out = cfg.run_dir / "summary.json"
+    out = cfg.folder.summary
     write_atomic(out, json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
-    plots = write_plots(study, cfg.run_dir / "plots")
+    plots = write_plots(study, cfg.folder)
     if front:
         slo = prep.workload.slo
-        plots["pareto"] = tradeoff_plot(points, front, cfg.run_dir / "plots" / "pareto.png",
+        plots["pareto"] = tradeoff_plot(points, front, cfg.folder.plot("pareto"),
                                         {"ttft_p95_ms": slo.ttft_p95_ms,
                                          "itl_p95_ms": slo.itl_p95_ms})
     turn: AbstractContextManager[bool] = (finished.summary_turn() if finished

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 from rich.console import Console
 
-from tuner.commands.prepare import prepare
+from tuner.commands.prepare import EngineFactory, prepare, real_engines
 from tuner.core.errors import ConfigError
 from tuner.core.settings import Settings
 from tuner.core.validation import load_yaml
@@ -25,6 +25,7 @@ from tuner.metrics.spread import Spread, spread
 from tuner.report.measure_report import measure_table, spread_lines
 from tuner.study.config import StudyConfig
 from tuner.study.outcome import TrialResult
+from tuner.study.run_folder import RunFolder
 from tuner.study.trial import run_trial
 from tuner.ui.progress_display import progress_display
 
@@ -48,7 +49,7 @@ def config_to_measure(config: str, study_dir: Path | None, trial: int | None
     if trial is not None:
         if study_dir is None:
             raise ConfigError("--trial needs --study-dir, the folder of the study it is from")
-        path = study_dir / "trials" / f"trial-{trial:03d}.json"
+        path = RunFolder(study_dir).trial(trial)
         if not path.is_file():
             raise ConfigError(f"{path} not found: give a trial number the study has finished")
         found = TrialResult.model_validate_json(path.read_text())
@@ -67,9 +68,10 @@ def config_to_measure(config: str, study_dir: Path | None, trial: int | None
 
 def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, Any],
                     defaults: bool, repeats: int, console: Console,
-                    progress_console: Console) -> MeasureReport:
+                    progress_console: Console, engine_factory: EngineFactory = real_engines
+                    ) -> MeasureReport:
     t0 = time.monotonic()
-    prep = prepare(cfg, settings)
+    prep = prepare(cfg, settings, engine_factory)
     prep.start_tracking()
     unknown = sorted(set(config) - set(prep.spec.knobs))
     if unknown:
@@ -96,7 +98,7 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
         cost=spread([r.cost_per_m_output_tokens for r in results
                      if r.cost_per_m_output_tokens is not None]),
         wall_s=time.monotonic() - t0)
-    out = cfg.run_dir / "measure.json"
+    out = cfg.folder.measure
     out.write_text(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
     prep.tracker.finish_study(
         metrics={k: v for k, v in {

@@ -6,8 +6,8 @@ one-line ConfigErrors, before any engine starts.
 
 from __future__ import annotations
 
-import importlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -31,7 +31,6 @@ from tuner.study.results.study_folder import write_host
 from tuner.study.space import SearchSpace, load_search_space
 from tuner.study.trial import TrialContext
 from tuner.tracking.mlflow_tracker import MlflowTracker
-from tuner.tracking.outbox import FOLDER as OUTBOX
 from tuner.tracking.outbox import Outbox
 from tuner.workload.loader import load_workload, workload_sha256
 from tuner.workload.models import Workload
@@ -63,7 +62,8 @@ class Prepared:
     settings: Settings
     removed: list[str]
     tracking_params: dict[str, str]
-    fake_measurer: Measurer | None = None
+    measurer: Measurer | None = None
+    """The measurer the composition root gave; None: the HTTP measurer, made per context."""
 
     def start_tracking(self, parent_id: str | None = None) -> str:
         """The study's MLflow parent run (the stored one when given); its id."""
@@ -81,7 +81,7 @@ class Prepared:
         hw, settings, cfg = self.hardware, self.settings, self.cfg
         pool = GpuPool([g.uuid for g in hw.gpus], busy=self.busy_gpus) if hw.gpus else None
         secret = {"HF_TOKEN": settings.hf_token} if settings.hf_token else {}
-        measurer = self.fake_measurer or HttpMeasurer(
+        measurer = self.measurer or HttpMeasurer(
             spec=self.spec, workload=self.workload, served_name=self.served_name,
             tokenizer=Path(self.model.path), models_dir=settings.models_dir,
             startup_timeout_s=cfg.startup_timeout_s, progress=progress, workers=cfg.workers)
@@ -101,19 +101,11 @@ def local_artifacts(uri: str) -> Path | None:
     return None
 
 
-def fake_engine(settings: Settings) -> tuple[Launcher, Measurer | None] | None:
-    """TEST ONLY (``TUNER_FAKE_ENGINE=module:attr``): the launcher and measurer a test's
-    factory makes, in place of the real ones (a measurer of None: the real one)."""
-    if settings.fake_engine is None:
-        return None
-    module, _, attr = settings.fake_engine.partition(":")
-    try:
-        factory = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"TUNER_FAKE_ENGINE={settings.fake_engine}: {exc}; give "
-                          "module:attr of a factory (tests only)") from exc
-    launcher, measurer = factory()
-    return launcher, measurer
+EngineFactory = Callable[[StudyConfig, Settings], tuple[Launcher, Measurer | None]]
+"""What starts and measures a study's engines: a launcher, and a measurer (None: the HTTP
+measurer, made for each trial context). The one seam where the engines are chosen: the CLI
+passes :func:`real_engines`; tests pass fakes to the commands, or to :func:`tuner.cli.main`
+in a process of their own (tests/integration/fake_tune.py)."""
 
 
 def make_launcher(cfg: StudyConfig, settings: Settings) -> Launcher:
@@ -121,6 +113,11 @@ def make_launcher(cfg: StudyConfig, settings: Settings) -> Launcher:
         return DockerLauncher(tag=cfg.image_tag, image=cfg.image, network=cfg.network,
                               settings=settings)
     return ProcessLauncher(cache_root=settings.cache_dir)
+
+
+def real_engines(cfg: StudyConfig, settings: Settings) -> tuple[Launcher, Measurer | None]:
+    """The engines a user runs: the configured launcher, the HTTP measurer."""
+    return make_launcher(cfg, settings), None
 
 
 def host_for(cfg: StudyConfig, settings: Settings) -> Hardware:
@@ -136,7 +133,8 @@ def host_for(cfg: StudyConfig, settings: Settings) -> Hardware:
     return hw
 
 
-def prepare(cfg: StudyConfig, settings: Settings) -> Prepared:
+def prepare(cfg: StudyConfig, settings: Settings,
+            engine_factory: EngineFactory = real_engines) -> Prepared:
     workload = load_workload(cfg.workload)
     spec = load_engine_spec(cfg.engine)
     space = load_search_space(cfg.search_space or cfg.engine)
@@ -149,23 +147,22 @@ def prepare(cfg: StudyConfig, settings: Settings) -> Prepared:
     space = space.for_host(hw, model, cfg.parallel).for_mode(
         spec, "container" if cfg.launcher == "docker" else "process")
     check_enqueued(cfg.enqueue, spec, space)
-    fake = fake_engine(settings)
-    launcher = fake[0] if fake is not None else make_launcher(cfg, settings)
+    launcher, measurer = engine_factory(cfg, settings)
     image, image_ref = "none", None
     if isinstance(launcher, DockerLauncher):  # a missing image is bad input, before any trial
         found = launcher.ensure_image(launcher.image_for(spec, hw.device))
         image, image_ref = f"{found['image']} ({found['image_digest']})", found["image"]
     removed = launcher.cleanup_orphans()
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
-    (cfg.run_dir / "config.json").write_text(cfg.model_copy(update={  # no password written
+    cfg.folder.config.write_text(cfg.model_copy(update={  # no password written
         "storage": cfg.storage and without_password(cfg.storage),
         "tracking_uri": cfg.tracking_uri and without_password(cfg.tracking_uri),
     }).model_dump_json(indent=2))
     tracker = MlflowTracker(cfg.tracking, local_artifacts(cfg.tracking),
-                            outbox=Outbox(cfg.run_dir / OUTBOX))
+                            outbox=Outbox(cfg.folder.outbox))
     served = cfg.served_name or workload.model
     eng_version = engine_version(spec)
-    write_host(cfg.run_dir, hardware=hw, served_name=served, image=image_ref,
+    write_host(cfg.folder, hardware=hw, served_name=served, image=image_ref,
                engine_version=eng_version)
     params = {
         "engine": spec.name, "engine_version": eng_version, "model": cfg.model,
@@ -178,4 +175,4 @@ def prepare(cfg: StudyConfig, settings: Settings) -> Prepared:
     return Prepared(cfg=cfg, workload=workload, spec=spec, space=space, hardware=hw,
                     model=model, launcher=launcher, tracker=tracker, served_name=served,
                     engine_version=eng_version, settings=settings, removed=removed,
-                    tracking_params=params, fake_measurer=fake[1] if fake else None)
+                    tracking_params=params, measurer=measurer)

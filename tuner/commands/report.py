@@ -15,6 +15,7 @@ from tuner.metrics.cost import money
 from tuner.report.tradeoff_report import front_table, tradeoff_plot
 from tuner.study.results.pick import Pick, choose
 from tuner.study.results.study_folder import read_study_folder
+from tuner.study.run_folder import RunFolder
 from tuner.tracking.mlflow_tracker import deliver_kept
 
 
@@ -29,7 +30,7 @@ def report_command(folder: Path, console: Console) -> None:
 
         comparison_report(folder, console)
         return
-    if not (folder / "config.json").is_file():
+    if not RunFolder(folder).config.is_file():
         raise ConfigError(f"{folder}: neither a comparison (inputs.json) nor a study (config.json)"
                           "; point --dir at a folder tune compare or tune wrote")
     study_report(folder, console)
@@ -51,7 +52,7 @@ def study_report(path: Path, console: Console) -> None:
                   f"{money(cheapest.cost_per_m_output_tokens)}/M output tokens; fastest: "
                   f"trial {fastest.trial} at p95 TTFT {fastest.ttft_p95_ms:.1f} ms, "
                   f"{money(fastest.cost_per_m_output_tokens)}/M", highlight=False)
-    plot = tradeoff_plot(points, front, path / "plots" / "pareto.png")
+    plot = tradeoff_plot(points, front, RunFolder(path).plot("pareto"))
     console.print(f"plot in {plot}; deploy a point with: tune export --study {path} --format "
                   "docker --pick cheapest|fastest|'ttft_p95_ms<=X'", highlight=False,
                   soft_wrap=True)

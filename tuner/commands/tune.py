@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from tuner.commands.conclusion import conclude
-from tuner.commands.prepare import prepare
+from tuner.commands.prepare import EngineFactory, prepare, real_engines
 from tuner.core.errors import ConfigError
 from tuner.core.settings import Settings
 from tuner.core.validation import load_yaml
@@ -19,9 +19,10 @@ from tuner.host.hardware import running_on
 from tuner.launch.teardown import guarded
 from tuner.study.config import StudyConfig
 from tuner.study.loop import run_search
-from tuner.study.outcome import TrialResult, ranked
+from tuner.study.outcome import ranked
 from tuner.study.repeats.remeasure_loop import remeasure_study
 from tuner.study.results.summary import StudySummary
+from tuner.study.run_folder import RunFolder
 from tuner.study.state import StudyProgress
 from tuner.ui.progress_display import progress_display
 
@@ -29,15 +30,16 @@ log = logging.getLogger(__name__)
 
 
 def tune_command(cfg: StudyConfig, settings: Settings, console: Console,
-                 progress_console: Console) -> StudySummary:
+                 progress_console: Console, engine_factory: EngineFactory = real_engines
+                 ) -> StudySummary:
     with stops_when_full(cfg.run_dir):  # one line; the finished trials are kept
-        return _tune(cfg, settings, console, progress_console)
+        return _tune(cfg, settings, console, progress_console, engine_factory)
 
 
 def _tune(cfg: StudyConfig, settings: Settings, console: Console,
-          progress_console: Console) -> StudySummary:
+          progress_console: Console, engine_factory: EngineFactory) -> StudySummary:
     t_start = time.monotonic()
-    prep = prepare(cfg, settings)
+    prep = prepare(cfg, settings, engine_factory)
     spec, hw, eng_version = prep.spec, prep.hardware, prep.engine_version
     state = StudyProgress()
     with guarded(prep.launcher), running_on(hw.client_cpus, realtime=hw.client_realtime), \
@@ -70,7 +72,8 @@ def warm_start_configs(study_dir: Path | None, engine: str) -> list[dict[str, ob
     cheapest first, to try first: a study that starts where another ended."""
     if study_dir is None:
         return []
-    config = study_dir / "config.json"
+    folder = RunFolder(study_dir)
+    config = folder.config
     if not config.is_file():
         raise ConfigError(f"--warm-start {study_dir}: not a study folder (no config.json); give "
                           "a folder tune wrote, such as tune-runs/<study>")
@@ -78,8 +81,7 @@ def warm_start_configs(study_dir: Path | None, engine: str) -> list[dict[str, ob
     if theirs != engine:
         raise ConfigError(f"--warm-start {study_dir}: a study of {theirs!r}, not {engine!r}; "
                           f"give a study of {engine}")
-    results = [TrialResult.model_validate_json(p.read_text())
-               for p in sorted((study_dir / "trials").glob("trial-*.json"))]
+    results = folder.load_trials()
     return [{k: v for k, v in r.config.items() if v is not None}
             for r in ranked(results) if not r.defaults][:WARM_START_TOP]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from tuner.commands.conclusion import conclude
-from tuner.commands.prepare import prepare
+from tuner.commands.prepare import EngineFactory, prepare, real_engines
 from tuner.core.settings import Settings
 from tuner.host.disk_space import stops_when_full
 from tuner.host.hardware import running_on
@@ -32,19 +32,21 @@ from tuner.ui.progress_display import progress_display
 
 def worker_command(name: str, storage: str, *, out: Path, launcher: str, parallel: int,
                    tracking_uri: str | None, host: dict[str, object], settings: Settings,
-                   console: Console, progress_console: Console) -> StudyProgress:
+                   console: Console, progress_console: Console,
+                   engine_factory: EngineFactory = real_engines) -> StudyProgress:
     t_start = time.monotonic()
     _, record = read_record(name, storage)
     cfg = config_from(record, name=name, storage=storage, out_dir=out, launcher=launcher,
                       parallel=parallel, tracking_uri=tracking_uri, **host)
     with stops_when_full(cfg.run_dir):  # one line; the finished trials are kept
-        return _work(cfg, record, settings, console, progress_console, t_start)
+        return _work(cfg, record, settings, console, progress_console, t_start, engine_factory)
 
 
 def _work(cfg: StudyConfig, record: StudyRecord, settings: Settings, console: Console,
-          progress_console: Console, t_start: float) -> StudyProgress:
+          progress_console: Console, t_start: float, engine_factory: EngineFactory
+          ) -> StudyProgress:
     name = cfg.name
-    prep = prepare(cfg, settings)
+    prep = prepare(cfg, settings, engine_factory)
     hw = prep.hardware
     state = StudyProgress()
     with guarded(prep.launcher), running_on(hw.client_cpus, realtime=hw.client_realtime), \

@@ -36,11 +36,6 @@ class Settings(BaseSettings):
         default=Path.home() / ".cache" / "tuner",
         description="compile and model caches shared by trials",
     )
-    fake_engine: str | None = Field(
-        default=None, description="TEST ONLY: 'module:attr' of a factory returning a "
-        "(launcher, measurer) pair used instead of the real ones (a measurer of None: the real "
-        "one), so that tests can run many tuner processes on one study, or faults around a "
-        "study, in seconds (tests/integration/fake_engine.py)")
 
     @property
     def models_dir(self) -> Path:

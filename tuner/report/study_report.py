@@ -15,10 +15,11 @@ from rich.table import Table
 
 from tuner.metrics.bootstrap import Interval
 from tuner.metrics.cost import money
-from tuner.study.loop import FAILED_COST
 from tuner.study.outcome import TrialResult
+from tuner.study.policy import FAILED_COST
 from tuner.study.repeats.remeasure import Remeasured, RemeasureOutcome
 from tuner.study.results.summary import NoiseFloor, StudySummary
+from tuner.study.run_folder import RunFolder
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ def _spread(values: list[float]) -> str:
     return f"{min(values):.1f} to {max(values):.1f}"  # a space lets narrow terminals wrap it
 
 
-def write_plots(study: optuna.Study, out: Path) -> dict[str, Path]:
+def write_plots(study: optuna.Study, folder: RunFolder) -> dict[str, Path]:
     """Optuna's plots over the feasible trials (infeasible trials have no cost to plot)."""
     import matplotlib
 
@@ -150,7 +151,7 @@ def write_plots(study: optuna.Study, out: Path) -> dict[str, Path]:
         return plots
     view = optuna.create_study(direction="minimize")
     view.add_trials(feasible)
-    out.mkdir(parents=True, exist_ok=True)
+    folder.plots.mkdir(parents=True, exist_ok=True)
     makers: dict[str, Callable[[optuna.Study], Any]] = {
         "optimization_history": ovm.plot_optimization_history,
         "param_importances": ovm.plot_param_importances,
@@ -161,7 +162,7 @@ def write_plots(study: optuna.Study, out: Path) -> dict[str, Path]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 make(view)
-            path = out / f"{name}.png"
+            path = folder.plot(name)
             plt.gcf().set_size_inches(10, 6)
             plt.savefig(path, bbox_inches="tight", dpi=100)
             plots[name] = path

@@ -1,4 +1,5 @@
-"""The run config of a study (``tune --engine ... --workload ...``)."""
+"""A study's spec (what defines it on every host) and its run config (``tune --engine ...
+--workload ...``)."""
 
 from __future__ import annotations
 
@@ -9,29 +10,25 @@ from pydantic import Field, field_validator
 
 from tuner.core.errors import ConfigError
 from tuner.core.validation import StrictModel
+from tuner.study.run_folder import RunFolder
 from tuner.study.samplers import DEFAULT_SAMPLER, SAMPLERS, check_runnable
 
 
-class StudyConfig(StrictModel):
+class StudySpec(StrictModel):
+    """What defines a study, the same on every host that runs it: the engine and model, the
+    budget, the search (sampler, seed, intensification, configurations to try first), the
+    re-measurement and the heartbeat. :class:`StudyConfig` adds what one run of ``tune`` is
+    given besides (files, output folder, launcher, storage);
+    :class:`~tuner.study.record.StudyRecord` adds what the storage keeps (the files' text and
+    where the study came from). Each field is declared here once."""
+
     engine: str
-    workload: Path
     model: str = Field(description="model folder or Hugging Face id the engine serves")
     served_name: str | None = Field(default=None, description="default: the workload's model")
-    search_space: Path | None = None
     trials: int = Field(default=20, ge=1, le=10_000, description="finished trials to reach")
     time_budget_s: float | None = Field(default=None, gt=0)
     budget_usd: float | None = Field(default=None, gt=0, description="no new trial starts once "
                                      "the study's finished trials spent this on accelerators")
-    launcher: Literal["process", "docker"] = "process"
-    image: str | None = Field(default=None, description="container image (docker); overrides "
-                              "the engine spec's image and tag")
-    image_tag: str | None = None
-    network: Literal["host", "publish"] = "host"
-    study_name: str | None = None
-    storage: str | None = Field(default=None, description="Optuna storage URL; default: SQLite "
-                                "in the output folder")
-    tracking_uri: str | None = None
-    out_dir: Path = Path("tune-runs")
     seed: int = Field(default=0, ge=0)
     intensify: bool = Field(default=False, description="measure a trial that beats the "
                             "incumbent again on a fresh start before it can lead")
@@ -42,14 +39,40 @@ class StudyConfig(StrictModel):
     enqueue: list[dict[str, Any]] = Field(default_factory=list,
                                           description="configurations to try first")
     device: Literal["auto", "cpu", "gpu"] = "auto"
-    parallel: int = Field(default=1, ge=1, le=64, description="trials at once (GPU hosts: each "
-                          "gets its own devices)")
     startup_timeout_s: float | None = Field(default=None, gt=0)
     workers: int | None = Field(default=None, ge=1, le=64, description="load-generator "
                                 "processes; default: as the planned token rate needs")
     heartbeat_s: int = Field(default=30, ge=1, le=3600, description="seconds between a "
                              "running trial's heartbeats in the storage; a trial silent for "
                              "GRACE_BEATS of them is failed and retried by another worker")
+
+
+SPEC_FIELDS = frozenset(StudySpec.model_fields)
+"""The names of a study's defining fields (a spec's, in a config or a record)."""
+
+
+class StudyConfig(StudySpec):
+    """The run config of one ``tune`` (or ``tune worker``): the study's spec, and this run's
+    files, output folder, launcher, storage and tracking."""
+
+    workload: Path
+    search_space: Path | None = None
+    launcher: Literal["process", "docker"] = "process"
+    image: str | None = Field(default=None, description="container image (docker); overrides "
+                              "the engine spec's image and tag")
+    image_tag: str | None = None
+    network: Literal["host", "publish"] = "host"
+    study_name: str | None = None
+    storage: str | None = Field(default=None, description="Optuna storage URL; default: SQLite "
+                                "in the output folder")
+    tracking_uri: str | None = None
+    out_dir: Path = Path("tune-runs")
+    parallel: int = Field(default=1, ge=1, le=64, description="trials at once (GPU hosts: each "
+                          "gets its own devices)")
+
+    def spec(self) -> dict[str, Any]:
+        """The study's spec fields and their values."""
+        return self.model_dump(include=set(SPEC_FIELDS))
 
     @field_validator("sampler")
     @classmethod
@@ -68,9 +91,14 @@ class StudyConfig(StrictModel):
         return self.out_dir / self.name
 
     @property
+    def folder(self) -> RunFolder:
+        """The study's folder, whose paths :class:`RunFolder` alone knows."""
+        return RunFolder(self.run_dir)
+
+    @property
     def storage_url(self) -> str:
-        return self.storage or f"sqlite:///{(self.run_dir / 'study.db').resolve()}"
+        return self.storage or f"sqlite:///{self.folder.study_db.resolve()}"
 
     @property
     def tracking(self) -> str:
-        return self.tracking_uri or f"sqlite:///{(self.run_dir / 'mlflow.db').resolve()}"
+        return self.tracking_uri or f"sqlite:///{self.folder.mlflow_db.resolve()}"

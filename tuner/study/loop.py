@@ -53,16 +53,16 @@ from tuner.study.coordination.shared_study import (
 from tuner.study.coordination.spend import spend_line, study_spend, to_finish
 from tuner.study.coordination.storage_outage import without_waiting
 from tuner.study.outcome import TrialResult
+from tuner.study.policy import challenges, confirm, told_value
 from tuner.study.quality_guard import QualityGuard
 from tuner.study.record import StudyRecord
-from tuner.study.state import StudyProgress, load_results, results_dir
+from tuner.study.run_folder import again_tag
+from tuner.study.state import StudyProgress, load_results, trial_file
 from tuner.study.tracker import Tracker
 from tuner.study.trial import TrialContext, constraint_values, run_trial
 
 log = logging.getLogger(__name__)
 
-FAILED_COST = 1e6
-"""Objective value told for infeasible trials (their constraints say why)."""
 POLL_S = 5.0
 """While the last trials run elsewhere, how often a waiting worker looks at the storage."""
 
@@ -77,7 +77,7 @@ def run_search(cfg: StudyConfig, ctx: TrialContext, tracker: Tracker, state: Stu
     ctx.progress.note(f"sampler: {shared.record.sampler}")
     state.results = load_results(cfg, study)
     tracker.catch_up([r for r in state.results
-                      if (results_dir(cfg) / f"trial-{r.number:03d}.json").is_file()])
+                      if trial_file(cfg, r.number).is_file()])
     search = _Search(cfg, ctx, tracker, state, study, shared.record)
     if cfg.parallel <= 1:
         search.worker(0)
@@ -119,7 +119,7 @@ class _Search:
         self.stopping = threading.Event()
         check = ctx.workload.quality
         self.guard = None if check is None else QualityGuard(
-            check, ctx.spec, ctx.hardware.device, study, cfg.run_dir / "quality", ctx.progress)
+            check, ctx.spec, ctx.hardware.device, study, cfg.folder.quality, ctx.progress)
 
     def _next(self) -> tuple[optuna.Trial, dict[str, Any], bool] | None:
         """The next trial this process runs; None when the study's budget is spent (or the
@@ -219,12 +219,11 @@ class _Search:
         another start (which is then reserved on the trial). Another process may ask a trial
         between the look at the budget and the reservation (it counted this trial's one
         start): the budget is looked at again, and a reservation past it is undone."""
-        cost = result.cost_per_m_output_tokens
-        if not (self.cfg.intensify and result.feasible and cost is not None):
+        cost = result.cost_per_m_output_tokens if result.feasible else None
+        if not challenges(intensify=self.cfg.intensify, cost=cost, incumbent=None):
             return False  # no storage call: a trial ending in an outage keeps its result first
         with self.lock:
-            best = incumbent(self.study)
-            if best is not None and cost >= best:
+            if not challenges(intensify=True, cost=cost, incumbent=incumbent(self.study)):
                 return False
             if not self._fits(extra=1):
                 return False
@@ -246,21 +245,21 @@ class _Search:
         assert first.max_load is not None
         self.ctx.progress.note(f"{first.line()}; beats the incumbent: measured again")
         again = run_trial(self.ctx, first.number, config, defaults=first.defaults,
-                          tag=f"trial-{first.number:03d}-again")
-        costs = [first.cost_per_m_output_tokens]
-        if not again.feasible or again.cost_per_m_output_tokens is None:
+                          tag=again_tag(first.number))
+        both = confirm(first.cost_per_m_output_tokens,
+                       again.cost_per_m_output_tokens if again.feasible else None)
+        if not both.feasible:
             return again.model_copy(update={
-                "starts": 2, "costs": costs, "timing": first.timing.plus(again.timing),
+                "starts": 2, "costs": both.costs, "timing": first.timing.plus(again.timing),
                 "detail": f"met the SLOs on its first start, not on its second: {again.detail}"})
-        costs.append(again.cost_per_m_output_tokens)
         load = (first.max_load + (again.max_load or first.max_load)) / 2
-        return first.model_copy(update={"starts": 2, "costs": costs, "max_load": load,
-                                        "cost_per_m_output_tokens": sum(costs) / 2,
+        return first.model_copy(update={"starts": 2, "costs": both.costs, "max_load": load,
+                                        "cost_per_m_output_tokens": both.cost,
                                         "timing": first.timing.plus(again.timing)})
 
     def _tell(self, trial: optuna.Trial, result: TrialResult) -> None:
         slo = self.ctx.workload.slo
-        write_atomic(results_dir(self.cfg) / f"trial-{trial.number:03d}.json",
+        write_atomic(trial_file(self.cfg, trial.number),
                      result.model_dump_json(indent=2))
         try:
             for key, value in constraint_values(result, slo.ttft_p95_ms, slo.itl_p95_ms,
@@ -272,13 +271,13 @@ class _Search:
             trial.set_user_attr(STARTS, result.starts)
             trial.set_user_attr(REJECTED, result.rejected_before_launch)
             trial.set_user_attr(RESULT, result_attr(result))
-            self.study.tell(trial, result.cost_per_m_output_tokens if result.feasible
-                            else FAILED_COST)
+            self.study.tell(trial, told_value(result.cost_per_m_output_tokens,
+                                              feasible=result.feasible))
         except UpdateFinishedTrialError:
             # Silent past the grace period (a paused host): another worker failed it and its
             # retry is queued. The result stays on this host only.
             log.warning("trial %d was failed by its heartbeat meanwhile; its result is kept in "
-                        "%s only", trial.number, results_dir(self.cfg))
+                        "%s only", trial.number, trial_file(self.cfg, trial.number))
             return
         self.state.results.append(result)
         self.state.own.append(result)

@@ -16,43 +16,42 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from tuner import __version__
 from tuner.core.errors import ConfigError
 from tuner.core.settings import without_password
-from tuner.core.validation import StrictModel, validate
-from tuner.study.config import StudyConfig
+from tuner.core.validation import validate
+from tuner.study.config import SPEC_FIELDS, StudyConfig, StudySpec
+from tuner.study.run_folder import RunFolder
 from tuner.study.space import space_file
 
 RECORD_ATTR = "tuner.study"
 """The study's user attribute that holds the record (a JSON object)."""
+LEGACY_DEFAULTS: dict[str, Any] = {"intensify": False, "remeasure_top": 0,
+                                   "remeasure_repeats": 1, "device": "auto"}
+"""What a record written before these fields were stored meant by their absence."""
 
 
-class StudyRecord(StrictModel):
+class StudyRecord(StudySpec):
+    """The study's spec and where it came from: the tuner, the workload's and the search
+    space's text, when it was created, its tracking store and parent run."""
+
     tuner_version: str
-    engine: str
-    model: str
-    served_name: str | None = None
     workload_name: str = Field(description="the workload file's stem (names the study)")
     workload_yaml: str
     search_space_yaml: str
-    trials: int = Field(ge=1)
-    time_budget_s: float | None = None
-    budget_usd: float | None = None
     created_at: float = Field(description="Unix time the study was created")
-    sampler: str
-    seed: int
-    intensify: bool = False
-    remeasure_top: int = 0
-    remeasure_repeats: int = 1
-    enqueue: list[dict[str, Any]] = Field(default_factory=list)
-    device: str = "auto"
-    startup_timeout_s: float | None = None
-    workers: int | None = None
-    heartbeat_s: int = Field(ge=1)
     tracking_uri: str
     mlflow_parent_run_id: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_records(cls, data: Any) -> Any:
+        """Records of earlier tuner versions may lack fields added since; they had these."""
+        if isinstance(data, dict):
+            return {**LEGACY_DEFAULTS, **data}
+        return data
 
     @property
     def deadline(self) -> float | None:
@@ -64,17 +63,11 @@ def record_of(cfg: StudyConfig, parent_run_id: str | None,
               now: float | None = None) -> StudyRecord:
     """The record of a study about to be created from ``cfg``."""
     return StudyRecord(
-        tuner_version=__version__, engine=cfg.engine, model=cfg.model,
-        served_name=cfg.served_name, workload_name=cfg.workload.stem,
+        **cfg.spec(), tuner_version=__version__, workload_name=cfg.workload.stem,
         workload_yaml=cfg.workload.read_text(),
         search_space_yaml=space_file(cfg.search_space or cfg.engine).read_text(),
-        trials=cfg.trials, time_budget_s=cfg.time_budget_s, budget_usd=cfg.budget_usd,
-        created_at=time.time() if now is None else now, sampler=cfg.sampler, seed=cfg.seed,
-        intensify=cfg.intensify, remeasure_top=cfg.remeasure_top,
-        remeasure_repeats=cfg.remeasure_repeats, enqueue=cfg.enqueue, device=cfg.device,
-        startup_timeout_s=cfg.startup_timeout_s, workers=cfg.workers,
-        heartbeat_s=cfg.heartbeat_s, tracking_uri=without_password(cfg.tracking),
-        mlflow_parent_run_id=parent_run_id)
+        created_at=time.time() if now is None else now,
+        tracking_uri=without_password(cfg.tracking), mlflow_parent_run_id=parent_run_id)
 
 
 def config_from(record: StudyRecord, *, name: str, storage: str, out_dir: Path,
@@ -84,23 +77,16 @@ def config_from(record: StudyRecord, *, name: str, storage: str, out_dir: Path,
     options (``host``: launcher details, load-generator workers; None keeps the study's). The
     workload and the search space are written to ``<out>/<study>/shared/``
     (a workload naming other files needs them at the same absolute path on every host)."""
-    folder = out_dir / name / "shared"
+    folder = RunFolder(out_dir / name).shared
     folder.mkdir(parents=True, exist_ok=True)
     workload = folder / f"{record.workload_name}.yaml"
     workload.write_text(record.workload_yaml)
     space = folder / "search_space.yaml"
     space.write_text(record.search_space_yaml)
     data: dict[str, Any] = dict(
-        engine=record.engine, workload=workload, model=record.model,
-        served_name=record.served_name, search_space=space, trials=record.trials,
-        time_budget_s=record.time_budget_s, budget_usd=record.budget_usd, launcher=launcher,
-        study_name=name,
-        storage=storage, tracking_uri=tracking_uri or record.tracking_uri, out_dir=out_dir,
-        seed=record.seed, intensify=record.intensify, sampler=record.sampler,
-        remeasure_top=record.remeasure_top, remeasure_repeats=record.remeasure_repeats,
-        enqueue=record.enqueue, device=record.device, parallel=parallel,
-        startup_timeout_s=record.startup_timeout_s, workers=record.workers,
-        heartbeat_s=record.heartbeat_s)
+        record.model_dump(include=set(SPEC_FIELDS)), workload=workload, search_space=space,
+        launcher=launcher, study_name=name, storage=storage,
+        tracking_uri=tracking_uri or record.tracking_uri, out_dir=out_dir, parallel=parallel)
     data.update({k: v for k, v in host.items() if v is not None})
     return validate(StudyConfig, data, "worker options")
 

@@ -2,15 +2,17 @@
 
 A table holds every configuration of a grid measured on fresh engine starts (each repeat's
 cost, or the outcome that stopped it). A replayed study asks its sampler for a configuration,
-and the "trial" returns one of that configuration's own measured costs, in a random order
-(its measurement noise; measured again, it gives another of its repeats), or its failure; so
-a thousand studies replay in seconds what the table took hours to measure. As in ``tune``:
-the defaults go first when they are a grid point, infeasible trials carry constraints, and
+and the "trial" returns one of that configuration's own measured costs, in a random order (its
+measurement noise; measured again, it gives another of its repeats), or its failure; so a
+thousand studies replay in seconds what the table took hours to measure. As in ``tune``: the
+defaults go first when they are a grid point, infeasible trials carry constraints, and
 configurations rejected before launch do not count toward the budget. With ``intensify``, a
-trial that looks better than the incumbent is measured again (counted toward the budget)
-before it can become the incumbent, and the incumbent is the configuration with the lowest
-mean of its measurements. A table built over hours on a machine whose speed drifted can be
-scaled by the defaults measured again while it was built (``drift_corrected``).
+trial that looks better than the incumbent is measured again (counted toward the budget) before
+it can become the incumbent, and the incumbent is the configuration with the lowest mean of its
+measurements. Every decision (the value told, the budget, the challenge and its confirmation)
+is :mod:`tuner.study.policy`'s, as in ``tune``'s loop. A table built over hours on a machine
+whose speed drifted can be scaled by the defaults measured again while it was built
+(``drift_corrected``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy as np
 import optuna
 from pydantic import BaseModel, Field
 
-from tuner.study.loop import FAILED_COST
+from tuner.study.policy import FAILED_COST, budget_spent, challenges, confirm, told_value
 from tuner.study.samplers import STARTUP_TRIALS, make_sampler
 
 GRID_ORDER = "grid"
@@ -195,7 +197,7 @@ def replay(table: MeasuredTable, sampler: str, *, seed: int, trials: int,
         out.picked.append(_pick(seen, rows))
         return best
 
-    while launched < trials and rejected < 4 * trials:
+    while not budget_spent(launched=launched, rejected=rejected, trials=trials):
         trial = study.ask()
         config = suggest_config(trial, table.knobs, encoding=encoding)
         row = rows[table.key(config)]
@@ -203,7 +205,7 @@ def replay(table: MeasuredTable, sampler: str, *, seed: int, trials: int,
             trial.set_constraint("feasible", 0.0 if row.feasible else 1.0)
         if row.rejected_before_launch:
             rejected += 1
-            study.tell(trial, FAILED_COST)
+            study.tell(trial, told_value(None, feasible=False))
             continue
         launched += 1
         value = measure(row) if row.feasible else FAILED_COST
@@ -211,10 +213,13 @@ def replay(table: MeasuredTable, sampler: str, *, seed: int, trials: int,
         if row.feasible:
             seen.setdefault(key, []).append(value)
             incumbent = min((float(np.mean(v)) for k, v in seen.items() if k != key),
-                            default=float("inf"))
-            if intensify and value < incumbent and launched < trials:
+                            default=None)
+            if (challenges(intensify=intensify, cost=value, incumbent=incumbent)
+                    and launched < trials):
                 launched += 1  # the challenger is measured again before it can win
-                seen[key].append(measure(row))
+                again = measure(row)
+                seen[key].append(again)
+                value = told_value(confirm(value, again).cost, feasible=True)
                 best_found = record(best_found, row)
         study.tell(trial, value)
         best_found = record(best_found, row)

@@ -28,9 +28,10 @@ class StudyProgress:
         return ranked(self.results)
 
 
-def results_dir(cfg: StudyConfig) -> Path:
-    path = cfg.run_dir / "trials"
-    path.mkdir(parents=True, exist_ok=True)
+def trial_file(cfg: StudyConfig, number: int) -> Path:
+    """Where this host keeps trial ``number``'s full result (its folder made)."""
+    path = cfg.folder.trial(number)
+    path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
 
@@ -39,7 +40,7 @@ def load_results(cfg: StudyConfig, study: optuna.Study) -> list[TrialResult]:
     ``trials/`` folder), the others' as the storage keeps them."""
     out = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        path = results_dir(cfg) / f"trial-{t.number:03d}.json"
+        path = trial_file(cfg, t.number)
         if path.is_file():
             out.append(TrialResult.model_validate_json(path.read_text()))
         elif (stored := stored_result(t)) is not None:

@@ -35,6 +35,7 @@ from tuner.metrics.run_summary import RunSummary
 from tuner.study.measurer import Measurer
 from tuner.study.outcome import FAILED_OUTCOMES, Outcome, Timing, TrialResult
 from tuner.study.quality_guard import QualityGuard
+from tuner.study.run_folder import RunFolder, trial_tag
 from tuner.study.space import SearchSpace
 from tuner.workload.models import Workload
 
@@ -82,7 +83,7 @@ class TrialContext:
         try:
             request = LaunchRequest(
                 spec=self.spec, config={} if defaults else config, model=self.model_ref,
-                served_name=self.served_name, log_path=self.run_dir / "logs" / f"{tag}.log",
+                served_name=self.served_name, log_path=self.folder.log(tag),
                 labels={**self.labels, "tuner.trial": tag}, secret_env=self.secret_env,
                 devices=lease.devices if lease else [],
                 cpus=cpu_list(self.hardware.engine_cpus) or None)
@@ -112,8 +113,12 @@ class TrialContext:
         for handle in handles:
             self.stop(handle)
 
+    @property
+    def folder(self) -> RunFolder:
+        return RunFolder(self.run_dir)
+
     def write_records(self, records: list[RequestRecord], tag: str) -> str:
-        path = self.run_dir / "records" / f"{tag}.csv"
+        path = self.folder.records(tag)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_records_csv(records, path)
         return str(path)
@@ -152,11 +157,14 @@ def crash_failure(handle: EngineHandle, spec: EngineSpec) -> Failure:
 
 
 def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, defaults: bool,
-              tag: str | None = None, guard: QualityGuard | None = None) -> TrialResult:
-    """Measure ``config`` (or the engine's defaults) on a fresh engine start; ``tag`` names
-    its log and records (default ``trial-NNN``). With ``guard`` (a study's search trials),
-    the engine also records the reference answers of the quality check or, for a
-    configuration with lossy changes that met the SLOs, is checked against them."""
+              tag: str | None = None, guard: QualityGuard | None = None,
+              records_out: list[RequestRecord] | None = None) -> TrialResult:
+    """Measure ``config`` (or the engine's defaults) on a fresh engine start; ``tag`` names its
+    log and records (default ``trial-NNN``); ``records_out`` receives the per-request
+    records as measured (the file is for the user, not to be read back). With ``guard`` (a
+    study's search trials), the engine also records the reference answers of the quality
+    check or, for a configuration with lossy changes that met the SLOs, is checked against
+    them."""
     t0 = time.monotonic()
     recorded = ctx.defaults_config() if defaults else config
     result = TrialResult(number=number, config=recorded, defaults=defaults, outcome="ok",
@@ -167,7 +175,7 @@ def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, default
         result.broken_rules, result.detail = broken, f"rejected before launch: {broken[0]}"
         result.timing = Timing(wall_s=time.monotonic() - t0)
         return result
-    tag = tag or f"trial-{number:03d}"
+    tag = tag or trial_tag(number)
     check_free(ctx.run_dir)  # a full disk stops the study; it is no configuration's failure
     timing = Timing()
     started: list[EngineHandle] = []
@@ -175,7 +183,7 @@ def run_trial(ctx: TrialContext, number: int, config: dict[str, Any], *, default
         for attempt in range(PORT_RETRIES + 1):
             try:
                 _launch_and_measure(ctx, config, tag, defaults, result, timing, started,
-                                    guard)
+                                    guard, records_out)
                 break
             except EngineStartError:
                 if attempt == PORT_RETRIES or not started or not port_taken(
@@ -204,7 +212,8 @@ probe and the engine's bind (``launch.isolation.free_port`` makes that rare, not
 
 def _launch_and_measure(ctx: TrialContext, config: dict[str, Any], tag: str, defaults: bool,
                         result: TrialResult, timing: Timing, started: list[EngineHandle],
-                        guard: QualityGuard | None) -> None:
+                        guard: QualityGuard | None,
+                        records_out: list[RequestRecord] | None = None) -> None:
     """One engine start of a trial: launch, wait until ready (and record the quality check's
     reference), search its capacity, fill ``result`` and check its quality; the handle goes
     into ``started`` (for the failure's log)."""
@@ -227,6 +236,8 @@ def _launch_and_measure(ctx: TrialContext, config: dict[str, Any], tag: str, def
         finally:
             timing.measure_s = time.monotonic() - t_measure
         result.records_path = ctx.write_records(records, tag)
+        if records_out is not None:
+            records_out.extend(records)
         result.capacity, result.best = capacity, capacity.best
         if capacity.warmup is not None:
             timing.warmup_s = capacity.warmup.seconds

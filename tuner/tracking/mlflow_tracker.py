@@ -33,6 +33,7 @@ from tuner.core.errors import StudyError
 from tuner.core.settings import without_password
 from tuner.metrics.cost import money
 from tuner.study.outcome import TrialResult
+from tuner.study.run_folder import RunFolder
 from tuner.tracking.delivery import (
     bound_client_retries,
     deliver_end,
@@ -40,7 +41,7 @@ from tuner.tracking.delivery import (
     logged_trials,
     reachable,
 )
-from tuner.tracking.outbox import FOLDER, Outbox, StudyEnd
+from tuner.tracking.outbox import Outbox, StudyEnd
 from tuner.tracking.runs_view import experiment_tags, runs_page
 
 log = logging.getLogger(__name__)
@@ -342,7 +343,7 @@ class MlflowTracker:
 def deliver_kept(run_dir: Path) -> str | None:
     """Log what a run left in its outbox (``tune report --dir``); the line to say, None when
     nothing was kept."""
-    outbox = Outbox(run_dir / FOLDER)
+    outbox = Outbox(RunFolder(run_dir).outbox)
     target = outbox.target()
     count = outbox.pending()
     if target is None or count == 0:

@@ -20,8 +20,6 @@ from tuner.core.settings import without_password
 from tuner.host.disk_space import write_atomic
 from tuner.study.outcome import TrialResult
 
-FOLDER = "tracking-pending"
-
 
 class Target(BaseModel):
     """Where the outbox's records go."""

@@ -27,8 +27,9 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 LAUNCHERS: list[FakeLauncher] = []
 
 
-def make() -> tuple[FakeLauncher, FakeMeasurer]:
-    """The fake engine (``TUNER_FAKE_ENGINE``), each launcher kept for the test to count."""
+def make(cfg: StudyConfig, settings: Settings) -> tuple[FakeLauncher, FakeMeasurer]:
+    """The fake engine (the commands' engine factory), each launcher kept for the test to
+    count."""
     LAUNCHERS.append(FakeLauncher())
     return LAUNCHERS[-1], FakeMeasurer()
 
@@ -45,8 +46,7 @@ def model_dir(tmp_path: Path) -> Path:
 
 
 def test_tune_then_a_worker_and_status_from_elsewhere(tmp_path: Path, model_dir: Path) -> None:
-    settings = Settings(fake_engine=f"{__name__}:make", pin_cores=False,
-                        cache_dir=tmp_path / "cache")
+    settings = Settings(pin_cores=False, cache_dir=tmp_path / "cache")
     quiet = Console(file=(tmp_path / "progress.txt").open("w"))
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -55,7 +55,7 @@ def test_tune_then_a_worker_and_status_from_elsewhere(tmp_path: Path, model_dir:
                       remeasure_repeats=2, study_name="s", storage=storage,
                       tracking_uri=tracking, out_dir=tmp_path / "host-a", heartbeat_s=1)
     out = Console(record=True, width=200)
-    summary = tune_command(cfg, settings, out, quiet)
+    summary = tune_command(cfg, settings, out, quiet, make)
     assert summary.remeasure is not None
     assert [(r.trial, r.repeat) for r in summary.remeasure.runs] == [
         (c.trial, rep) for rep in range(2) for c in summary.remeasure.candidates]
@@ -74,7 +74,7 @@ def test_tune_then_a_worker_and_status_from_elsewhere(tmp_path: Path, model_dir:
     joined = Console(record=True, width=200)
     worker_command("s", storage, out=tmp_path / "host-b", launcher="process", parallel=1,
                    tracking_uri=None, host={}, settings=settings, console=joined,
-                   progress_console=quiet)
+                   progress_console=quiet, engine_factory=make)
     assert LAUNCHERS[-1].started == []  # the study's search and re-measurement are done
     text = joined.export_text()
     assert "ran 0 trial(s) of study s" in text

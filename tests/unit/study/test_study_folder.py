@@ -12,6 +12,7 @@ from tuner.core.errors import ConfigError
 from tuner.host.hardware import Hardware
 from tuner.study.results.pareto import study_front
 from tuner.study.results.study_folder import read_study_folder, write_host
+from tuner.study.run_folder import RunFolder
 
 GPU_HOST = Hardware(device="gpu", cpu_model="x", cpu_cores=64, memory_gib=512, numa_nodes=2,
                     gpus=[])
@@ -19,8 +20,8 @@ GPU_HOST = Hardware(device="gpu", cpu_model="x", cpu_cores=64, memory_gib=512, n
 
 def test_the_host_file_tune_writes_is_the_one_read_back(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"engine": "vllm", "model": "m"}))
-    write_host(tmp_path, hardware=GPU_HOST, served_name="llama", image="vllm/vllm-openai:x",
-               engine_version="vllm 0.32.0")
+    write_host(RunFolder(tmp_path), hardware=GPU_HOST, served_name="llama",
+               image="vllm/vllm-openai:x", engine_version="vllm 0.32.0")
     folder = read_study_folder(tmp_path)
     assert folder.device == "gpu"
     assert folder.host["served_name"] == "llama"

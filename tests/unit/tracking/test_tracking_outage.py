@@ -15,10 +15,11 @@ from mlflow.tracking import MlflowClient
 
 from tuner.core.errors import StudyError
 from tuner.study.outcome import TrialResult
+from tuner.study.run_folder import RunFolder
 from tuner.tracking import mlflow_tracker
 from tuner.tracking.delivery import reachable
 from tuner.tracking.mlflow_tracker import MlflowTracker, deliver_kept
-from tuner.tracking.outbox import FOLDER, Outbox, StudyEnd
+from tuner.tracking.outbox import Outbox, StudyEnd
 
 
 def trial(n: int, cost: float | None = 1.0) -> TrialResult:
@@ -42,7 +43,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def tracker_in(tmp_path: Path, uri: str) -> tuple[MlflowTracker, MlflowClient, str]:
-    tracker = MlflowTracker(uri, tmp_path / "artifacts", outbox=Outbox(tmp_path / "run" / FOLDER))
+    tracker = MlflowTracker(uri, tmp_path / "artifacts",
+                            outbox=Outbox(RunFolder(tmp_path / "run").outbox))
     tracker.start_study(tmp_path.name, tags={}, params={})
     return tracker, MlflowClient(tracking_uri=uri), uri
 
@@ -67,7 +69,7 @@ def test_what_a_down_store_missed_is_logged_once_when_it_answers(
     assert len(said) == 1  # once per outage, not per trial
     assert "unreachable (it does not answer); 1 record(s) kept in " in said[0]
     assert trial_runs(client, tracker) == ["0"]
-    assert [r.number for r in Outbox(tmp_path / "run" / FOLDER).trials()] == [1, 2]
+    assert [r.number for r in Outbox(RunFolder(tmp_path / "run").outbox).trials()] == [1, 2]
 
     server.up = True
     caplog.clear()
@@ -76,7 +78,7 @@ def test_what_a_down_store_missed_is_logged_once_when_it_answers(
     assert trial_runs(client, tracker) == ["0", "1", "2", "3"]
     assert [r.getMessage() for r in caplog.records if r.name.startswith("tuner")] == [
         f"MLflow at {tracker.uri} answers again: 3 kept record(s) logged"]
-    assert not (tmp_path / "run" / FOLDER).exists()
+    assert not (RunFolder(tmp_path / "run").outbox).exists()
 
     tracker.catch_up([trial(n) for n in range(4)])  # a rerun: all there, nothing twice
     assert trial_runs(client, tracker) == ["0", "1", "2", "3"]
@@ -112,7 +114,7 @@ def test_an_attempt_that_broke_off_is_replaced_not_doubled(store: str, tmp_path:
     # An earlier attempt created trial 1's run, then the server went away.
     client.create_run(tracker.experiment_id, run_name="trial-001", tags={
         "mlflow.parentRunId": tracker.parent_id, "tuner.role": "trial", "tuner.trial": "1"})
-    outbox = Outbox(tmp_path / "run" / FOLDER)
+    outbox = Outbox(RunFolder(tmp_path / "run").outbox)
     outbox.keep_trial(trial(1))
     # And the study's end was logged once already, its answer lost.
     end = StudyEnd(metrics={"wall_s": 3.0})
@@ -134,7 +136,7 @@ def test_tune_report_logs_what_a_finished_study_kept(store: str, tmp_path: Path,
     tracker.log_trial(trial(0))
     tracker.finish_study({"wall_s": 1.0}, [], {})
     assert deliver_kept(tmp_path / "run") is not None  # still down: says so, keeps it
-    assert (tmp_path / "run" / FOLDER / "trial-000.json").is_file()
+    assert (RunFolder(tmp_path / "run").outbox / "trial-000.json").is_file()
     server.up = True
     assert deliver_kept(tmp_path / "run") == (f"MLflow at {uri}: 2 record(s) kept by the "
                                               "study logged now")

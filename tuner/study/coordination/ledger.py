@@ -16,6 +16,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.study.outcome import TrialResult
+from tuner.study.policy import budget_spent, budget_taken
 
 STARTS = "tuner.starts"
 REJECTED = "tuner.rejected"
@@ -50,11 +51,11 @@ class Ledger:
     def spent(self, trials: int) -> bool:
         """No trial is left to run: the launched ones reached the budget, or the sampler keeps
         proposing configurations the rules reject."""
-        return self.launched >= trials or self.rejected >= 4 * trials
+        return budget_spent(launched=self.launched, rejected=self.rejected, trials=trials)
 
     def taken(self, trials: int) -> bool:
         """Every start the budget allows is finished or running somewhere."""
-        return self.launched + self.running >= trials
+        return budget_taken(launched=self.launched, running=self.running, trials=trials)
 
 
 def ledger(study: optuna.Study) -> Ledger:

@@ -36,6 +36,7 @@ from tuner.metrics.bootstrap import (
 from tuner.metrics.figures import measured, window_ns
 from tuner.metrics.run_summary import RunSummary
 from tuner.study.outcome import Timing, TrialResult, defaults_trial, ranked
+from tuner.study.run_folder import remeasure_tag
 from tuner.study.trial import TrialContext, run_trial
 
 log = logging.getLogger(__name__)
@@ -140,13 +141,14 @@ def measure_once(cand: Candidate, rep: int, timing: Timing) -> MeasuredRun:
     ctx, trial = cand.ctx, cand.trial
     ctx.progress.status("trial", f"re-measuring {cand.engine} trial {trial.number} on a fresh "
                         f"start (repeat {rep + 1})")
+    records: list[RequestRecord] = []
     result = run_trial(ctx, trial.number, trial.config, defaults=trial.defaults,
-                       tag=f"remeasure-{trial.number:03d}-{rep}")
+                       tag=remeasure_tag(trial.number, rep), records_out=records)
     for name in ("startup_s", "warmup_s", "measure_s", "teardown_s"):
         setattr(timing, name, getattr(timing, name) + getattr(result.timing, name))
     run = run_of(cand.engine, result, rep, ctx.workload.cost.usd_per_hour_for(result.accelerators))
     if run.records_path and run.failure is None:
-        tokens = tokens_from_records(run)
+        tokens = run_tokens(records, run.step, run.scale)  # as measured, not read back
         run.output_tokens = [int(t) for t in tokens.tokens]
         run.window_s = tokens.window_s
     return run
@@ -182,7 +184,8 @@ TokensOf = Callable[[MeasuredRun], RunTokens]
 
 
 def tokens_from_records(run: MeasuredRun) -> RunTokens:
-    """A run's tokens: those it keeps, else read from its records file."""
+    """A run's tokens: those it keeps, else read from its records file (a run an earlier
+    tuner version stored without them)."""
     if run.output_tokens is not None and run.window_s is not None:
         return RunTokens(np.array(run.output_tokens, dtype=np.float64), run.window_s, run.scale)
     assert run.records_path is not None

@@ -19,8 +19,7 @@ from tuner.core.errors import ConfigError
 from tuner.host.hardware import Hardware
 from tuner.study.outcome import TrialResult
 from tuner.study.results.pareto import TradeOff, pareto_front, tradeoff_points
-
-HOST_FILE = "host.json"
+from tuner.study.run_folder import HOST, RunFolder
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,7 @@ class StudyFolder:
             return str(self.config["device"])
         if self.summary is not None:
             return "cpu" if str(self.summary.get("hardware", "")).startswith("CPU") else "gpu"
-        raise ConfigError(f"{self.path}: no {HOST_FILE} says which device the study ran on (an "
+        raise ConfigError(f"{self.path}: no {HOST} says which device the study ran on (an "
                           "earlier tuner made the folder); run the study again with this one")
 
     def points(self) -> list[TradeOff]:
@@ -71,10 +70,10 @@ class StudyFolder:
         return None if best is None else TrialResult.model_validate(best)
 
 
-def write_host(run_dir: Path, *, hardware: Hardware, served_name: str, image: str | None,
+def write_host(folder: RunFolder, *, hardware: Hardware, served_name: str, image: str | None,
                engine_version: str) -> Path:
     """This host's side of the study (``host.json``), beside its ``config.json``."""
-    path = run_dir / HOST_FILE
+    path = folder.host
     path.write_text(json.dumps({"hardware": hardware.model_dump(mode="json"),
                                 "served_name": served_name, "image": image,
                                 "engine_version": engine_version}, indent=2) + "\n")
@@ -89,16 +88,16 @@ def _json(path: Path) -> Any:
 
 
 def read_study_folder(path: Path) -> StudyFolder:
-    config = path / "config.json"
+    folder = RunFolder(path)
+    config = folder.config
     if not config.is_file():
         raise ConfigError(f"{path}: not a study folder (no config.json); give a folder tune "
                           "wrote, such as tune-runs/<study>")
-    host = path / HOST_FILE
-    summary = path / "summary.json"
+    host = folder.host
+    summary = folder.summary
     loaded = _json(summary) if summary.is_file() else None
     try:
-        trials = [TrialResult.model_validate_json(p.read_text())
-                  for p in sorted((path / "trials").glob("trial-*.json"))]
+        trials = folder.load_trials()
         kept = [TradeOff.model_validate(p) for p in (loaded or {}).get("pareto", [])]
     except ValidationError as exc:
         raise ConfigError(f"{path}: a trial record is unreadable ({exc.error_count()} "
