@@ -1,0 +1,81 @@
+"""A study written by the tuner before the study package was reorganised (issue 34) still
+reports, exports and resumes: tests/data/earlier-study/ is the run folder and SQLite study of a
+fake-engine study (2 trials, the best and the defaults re-measured once) that commit 16b360f
+wrote (its model the folder ``model`` where it ran), without its MLflow store and plots."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import optuna
+import pytest
+from rich.console import Console
+
+from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
+from tuner.commands.export import export_command
+from tuner.commands.report import report_command
+from tuner.commands.tune import tune_command
+from tuner.core.settings import Settings
+from tuner.deploy.chosen import Sizing
+from tuner.study.config import StudyConfig
+from tuner.study.coordination.ledger import ledger
+from tuner.study.record import RECORD_ATTR, parse_record
+
+pytestmark = pytest.mark.slow
+DATA = Path(__file__).resolve().parents[1] / "data"
+EARLIER = DATA / "earlier-study"
+LAUNCHERS: list[FakeLauncher] = []
+
+
+def make(cfg: StudyConfig, settings: Settings) -> tuple[FakeLauncher, FakeMeasurer]:
+    LAUNCHERS.append(FakeLauncher())
+    return LAUNCHERS[-1], FakeMeasurer()
+
+
+@pytest.fixture
+def earlier(tmp_path: Path) -> Path:
+    run_dir = tmp_path / "runs" / "earlier"
+    shutil.copytree(EARLIER, run_dir)
+    return run_dir
+
+
+def test_its_stored_record_reads_as_a_study_record(earlier: Path) -> None:
+    study = optuna.load_study(study_name="earlier", storage=f"sqlite:///{earlier / 'study.db'}")
+    record = parse_record(study.user_attrs)
+    assert record is not None
+    assert (record.engine, record.trials, record.seed) == ("vllm", 2, 3)
+    assert RECORD_ATTR in study.user_attrs
+    assert ledger(study).launched == 2
+
+
+def test_it_reports_and_exports(earlier: Path, tmp_path: Path) -> None:
+    out = Console(record=True, width=200)
+    report_command(earlier, out)
+    assert "cheapest: trial" in out.export_text()
+    text = export_command(earlier, "docker", pick=None, image=None, name=None, port=8000,
+                          sizing=Sizing(), settings=Settings(cache_dir=tmp_path / "cache"))
+    assert "docker run -d" in text
+
+
+def test_it_resumes_with_one_more_trial(earlier: Path, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the study's model is ./model, as where it was made
+    model = Path("model")
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "num_attention_heads": 4,
+        "num_key_value_heads": 2, "max_position_embeddings": 2048, "num_hidden_layers": 2,
+        "hidden_size": 64}))
+    cfg = StudyConfig(engine="vllm", workload=DATA / "workload-ci.yaml", model=str(model),
+                      search_space=DATA / "space-ci.yaml", trials=3, remeasure_top=0,
+                      study_name="earlier", seed=3, out_dir=earlier.parent, heartbeat_s=1)
+    quiet = Console(file=(tmp_path / "progress.txt").open("w"))
+    out = Console(record=True, width=200)
+    summary = tune_command(cfg, Settings(pin_cores=False, cache_dir=tmp_path / "cache"), out,
+                           quiet, make)
+    assert [h.request.log_path.stem for h in LAUNCHERS[-1].started] == ["trial-002"]
+    assert sum(summary.trials.values()) == 3
+    assert summary.defaults_trial is not None
+    assert summary.defaults_trial.number == 0
