@@ -14,6 +14,8 @@ A knob ``mode`` picks what it does:
 
 It always prints whether the secret variable reached it (a digest, never the value).
 This tests launchers, not engines: the fake launcher's case acts the program out itself.
+Runs: test_launcher_fake_process.py (the fake and the process launcher, unit speed) and
+test_launcher_docker.py (the Docker launcher against a real daemon, integration).
 """
 
 from __future__ import annotations
@@ -28,10 +30,9 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from tuner.core.errors import EngineStartError
-from tuner.engines.spec import EngineSpec
-from tuner.launch.base import EngineHandle, Launcher, LaunchRequest
-from tuner.launch.readiness import wait_ready
+from tuner.core import EngineStartError
+from tuner.engines import EngineSpec
+from tuner.launch import EngineHandle, Launcher, LaunchRequest, wait_ready
 
 SERVED = "contract"
 SECRET_VAR = "CONTRACT_SECRET"
