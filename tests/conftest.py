@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer
 
-from tuner.core.settings import Settings
-from tuner.models.gguf_export import make_gguf_variants
-from tuner.models.tiny import SERVED_NAME, make_tiny_model
-from tuner.workload.prompts import PromptSynth
+from tuner.core import Settings
+from tuner.models import SERVED_NAME, make_gguf_variants, make_tiny_model
+from tuner.workload import PromptSynth
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -21,9 +21,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from tuner import __version__, cli_help
-from tuner.core.errors import EXIT_INTERRUPTED, TunerError
-from tuner.core.settings import Settings
-from tuner.host.disk_space import out_of_space, what_filled
+from tuner.core import EXIT_INTERRUPTED, Settings, TunerError
+from tuner.host import out_of_space, what_filled
 
 if TYPE_CHECKING:
     from tuner.commands.prepare import EngineFactory
@@ -178,8 +177,8 @@ def tune(
 
     def go() -> None:
         from tuner.commands.tune import parse_enqueue, tune_command, warm_start_configs
-        from tuner.core.validation import validate
-        from tuner.study.config import StudyConfig
+        from tuner.core import validate
+        from tuner.study import StudyConfig
 
         cfg = validate(StudyConfig, dict(
             engine=engine, workload=workload, model=model, trials=trials,
@@ -360,8 +359,8 @@ def measure(
 
     def go() -> None:
         from tuner.commands.measure import config_to_measure, measure_command
-        from tuner.core.validation import validate
-        from tuner.study.config import StudyConfig
+        from tuner.core import validate
+        from tuner.study import StudyConfig
 
         knobs, defaults = config_to_measure(config, study_dir, trial)
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -423,7 +422,7 @@ def export(
 
     def go() -> None:
         from tuner.commands.export import export_command
-        from tuner.deploy.chosen import Sizing
+        from tuner.deploy import Sizing
 
         text = export_command(study, fmt, pick=pick, image=image, name=name, port=port,
                               sizing=Sizing(cpu=cpu, memory=memory, model_pvc=model_pvc),
@@ -481,14 +480,14 @@ def make_model(
     debug: Debug = False,
 ) -> None:
     """Make the project's tiny random Llama (BPE tokenizer trained locally)."""
-    from tuner.models.tiny import SERVED_NAME, make_tiny_model
+    from tuner.models import SERVED_NAME, make_tiny_model
 
     settings = start(debug)
     target = out_dir or settings.models_dir / SERVED_NAME
     path = run_cli(lambda: make_tiny_model(target, seed=seed), debug)
     out_console.print(f"tiny model in {path}")
     if gguf:
-        from tuner.models.gguf_export import make_gguf_variants
+        from tuner.models import make_gguf_variants
 
         for variant, file in run_cli(lambda: make_gguf_variants(path), debug).items():
             out_console.print(f"GGUF {variant}: {file}")

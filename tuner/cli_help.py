@@ -3,7 +3,7 @@ and its outputs. (``\\b`` keeps click from rewrapping the paragraph after it.)""
 
 from __future__ import annotations
 
-from tuner.engines.spec import engine_names
+from tuner.engines import engine_names
 
 TUNE = f"""Find the cheapest LLM-serving configuration that meets your SLOs.
 

@@ -35,13 +35,12 @@ from pathlib import Path
 import msgspec
 import orjson
 
-from tuner.core.settings import Settings
-from tuner.launch.process import free_port
-from tuner.loadgen import event_loop, runner
-from tuner.loadgen.client import StreamClient
-from tuner.measurement.bench_session import open_bench
-from tuner.models.tiny import SERVED_NAME, make_tiny_model
-from tuner.workload.models import Workload
+from tuner.core import Settings
+from tuner.launch import free_port
+from tuner.loadgen import Runner, StreamClient, run_loop
+from tuner.measurement import open_bench
+from tuner.models import SERVED_NAME, make_tiny_model
+from tuner.workload import Workload
 
 BASE = "5778967"  # main before issue 11
 INPUT, OUTPUT, RATE = 32, 128, 20.0
@@ -138,10 +137,10 @@ def tools(url: str, model: Path, tmp: Path, base: Path) -> None:
 
 def parts(url: str, model: Path) -> None:
     """The shipped client with one part swapped, in-process, CPU by process_time."""
-    original = runner.Runner._client
+    original = Runner._client
 
     def with_transport(kind: str):  # type: ignore[no-untyped-def]
-        def make(self: runner.Runner, pool: int) -> StreamClient:
+        def make(self: Runner, pool: int) -> StreamClient:
             spec = self._client_spec(pool)
             return StreamClient(spec.url, model=spec.model, api=spec.api, caps=spec.caps,
                                 pool_size=spec.pool_size, timeout_s=spec.timeout_s,
@@ -158,12 +157,12 @@ def parts(url: str, model: Path) -> None:
     print("\nthe shipped client with one part swapped (in-process, CPU ms per token, "
           "400 - 100 requests):")
     for transport in ("httpx", "aiohttp", "raw"):
-        runner.Runner._client = with_transport(transport)  # type: ignore[method-assign]
-        for loop_name, run in (("asyncio", asyncio.run), ("uvloop", event_loop.run)):
+        Runner._client = with_transport(transport)  # type: ignore[method-assign]
+        for loop_name, run in (("asyncio", asyncio.run), ("uvloop", run_loop)):
             c100 = run(once(100))
             c400 = run(once(400))
             print(f"  transport {transport:<8} loop {loop_name:<8}{per_token(c100, c400):>8.4f}")
-    runner.Runner._client = original  # type: ignore[method-assign]
+    Runner._client = original  # type: ignore[method-assign]
 
 
 def scaling(url: str, model: Path) -> None:
@@ -191,7 +190,7 @@ def scaling(url: str, model: Path) -> None:
                 finally:
                     bench.close()
 
-            summary, tokens = event_loop.run(go())
+            summary, tokens = run_loop(go())
             s = summary  # type: ignore[assignment]
             late = s.dispatch_lag_ms  # type: ignore[attr-defined]
             print(f"{workers:>8}{rate:>8}{s.requests:>7}{late.p50:>13.2f}{late.p99:>13.2f}"  # type: ignore[attr-defined]

@@ -39,16 +39,14 @@ from pathlib import Path
 
 import numpy as np
 
-from tuner.core.settings import Settings
-from tuner.engines.spec import load_engine_spec
-from tuner.host.hardware import realtime_allowed, running_on
-from tuner.launch.base import LaunchRequest
-from tuner.launch.process import ProcessLauncher, free_port
-from tuner.launch.readiness import wait_ready
-from tuner.loadgen import event_loop
-from tuner.measurement.bench_session import open_bench
-from tuner.models.tiny import SERVED_NAME, make_tiny_model
-from tuner.workload.models import Workload
+from tuner.core import Settings
+from tuner.engines import load_engine_spec
+from tuner.host import realtime_allowed, running_on
+from tuner.launch import LaunchRequest, ProcessLauncher, free_port, wait_ready
+from tuner.loadgen import run_loop
+from tuner.measurement import open_bench
+from tuner.models import SERVED_NAME, make_tiny_model
+from tuner.workload import Workload
 
 INPUT, OUTPUT, RATE, PROMPTS = 256, 64, 4.0, 300
 
@@ -131,7 +129,7 @@ def tune_bench(url: str, model: Path, seed: int, trace: Path, prompts: int = PRO
         return ({"out_tok_s": s.output_token_throughput, "ttft_mean": s.ttft_ms.mean or 0,
                  "ttft_p50": s.ttft_ms.p50 or 0, "tpot_mean": s.tpot_ms.mean or 0},
                 cpu / tokens * 1000, [(t - sent[0]) / 1e9 for t in sent])
-    return event_loop.run(go())
+    return run_loop(go())
 
 
 def fidelity(model: Path, rounds: int) -> list[float]:
@@ -236,7 +234,7 @@ def overhead(model: Path) -> None:
                 lags = sorted((r.sent_ns - r.scheduled_ns) / 1e6 for r in bench.records)
                 return lags, cpu, sum(r.generated for r in bench.records if r.ok)
 
-            lags, cpu, tokens = event_loop.run(go())
+            lags, cpu, tokens = run_loop(go())
             p50 = statistics.median(lags)
             p99 = lags[int(0.99 * (len(lags) - 1))]
             print(f"{rate:>12}{len(lags):>8}{p50:>10.3f}{p99:>10.3f}{lags[-1]:>10.3f}"

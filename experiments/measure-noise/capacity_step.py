@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from tuner.host.hardware import cpu_identity
+from tuner.host import cpu_identity
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "experiments/workloads/quickstart.yaml"

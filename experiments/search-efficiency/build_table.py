@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from tuner.host.hardware import cpu_identity
-from tuner.study.replay import MeasuredTable, TableRow
+from tuner.host import cpu_identity
+from tuner.study import MeasuredTable, TableRow
 
 HERE = Path(__file__).parent
 

@@ -26,8 +26,15 @@ from pathlib import Path
 
 import numpy as np
 
-from tuner.study.replay import ENCODINGS, GRID_ORDER, MeasuredTable, replay
-from tuner.study.samplers import DEFAULT_SAMPLER, SAMPLERS, STARTUP_TRIALS
+from tuner.study import (
+    DEFAULT_SAMPLER,
+    ENCODINGS,
+    GRID_ORDER,
+    SAMPLERS,
+    STARTUP_TRIALS,
+    MeasuredTable,
+    replay,
+)
 
 HERE = Path(__file__).parent
 WITHIN = 1.05

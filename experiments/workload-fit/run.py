@@ -37,10 +37,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from tuner.engines.spec import load_engine_spec
-from tuner.launch.base import LaunchRequest
-from tuner.launch.process import ProcessLauncher
-from tuner.launch.readiness import wait_ready
+from tuner.engines import load_engine_spec
+from tuner.launch import LaunchRequest, ProcessLauncher, wait_ready
 
 HERE = Path(__file__).parent
 MODEL = Path.home() / ".cache" / "tuner" / "models" / "tiny-llama"

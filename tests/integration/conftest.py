@@ -24,10 +24,8 @@ import pytest
 from docker.errors import DockerException
 
 from tests.integration.standin_study import stop_started
-from tuner.engines.spec import load_engine_spec
-from tuner.launch.base import EngineHandle, LaunchRequest
-from tuner.launch.process import ProcessLauncher, free_port
-from tuner.launch.readiness import wait_ready
+from tuner.engines import load_engine_spec
+from tuner.launch import EngineHandle, LaunchRequest, ProcessLauncher, free_port, wait_ready
 
 SERVED = "tiny-llama"
 

@@ -22,12 +22,11 @@ import os
 import time
 
 from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
-from tuner.core.settings import Settings
-from tuner.launch.base import EngineHandle, LaunchRequest
-from tuner.launch.process import ProcessHandle, ProcessLauncher
-from tuner.loadgen.records import RequestRecord
-from tuner.measurement.capacity import CapacityResult
-from tuner.study.config import StudyConfig
+from tuner.core import Settings
+from tuner.launch import EngineHandle, LaunchRequest, ProcessHandle, ProcessLauncher
+from tuner.loadgen import RequestRecord
+from tuner.measurement import CapacityResult
+from tuner.study import StudyConfig
 
 
 class PacedMeasurer(FakeMeasurer):

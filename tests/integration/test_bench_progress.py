@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.unit.cli_runner import TUNE
-from tuner.engines.spec import load_engine_spec
-from tuner.launch.base import EngineHandle, LaunchRequest
-from tuner.launch.process import ProcessLauncher
-from tuner.launch.readiness import wait_ready
+from tuner.engines import load_engine_spec
+from tuner.launch import EngineHandle, LaunchRequest, ProcessLauncher, wait_ready
 
 pytestmark = pytest.mark.integration
 SERVED = "tiny-llama"

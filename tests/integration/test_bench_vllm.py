@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tuner.launch.base import EngineHandle
-from tuner.measurement.bench_session import open_bench
-from tuner.workload.models import Workload
+from tuner.launch import EngineHandle
+from tuner.measurement import open_bench
+from tuner.workload import Workload
 
 pytestmark = pytest.mark.integration
 NS = 1e9

@@ -28,10 +28,9 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tests.integration.conftest import Postgres
 from tests.integration.fake_tune import with_fakes
-from tuner.study.coordination.ledger import WORKER, rejected
-from tuner.study.coordination.shared_study import driver_url
-from tuner.study.record import RECORD_ATTR
-from tuner.study.repeats.remeasure_round import LOST, UNIT
+from tuner.study import RECORD_ATTR
+from tuner.study.coordination import WORKER, driver_url, rejected
+from tuner.study.repeats import LOST, UNIT
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

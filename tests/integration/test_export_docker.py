@@ -17,7 +17,7 @@ import pytest
 from docker.errors import NotFound
 
 from tests.integration.conftest import IMAGE, SERVED, DockerStudy
-from tuner.launch.process import free_port
+from tuner.launch import free_port
 
 pytestmark = pytest.mark.integration
 

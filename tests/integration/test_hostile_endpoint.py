@@ -17,7 +17,7 @@ import httpx
 import psutil
 import pytest
 
-from tuner.launch.isolation import free_port
+from tuner.launch import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tuner.engines.render import render
-from tuner.engines.spec import load_engine_spec
-from tuner.models.gguf_export import make_gguf_variants
+from tuner.engines import load_engine_spec, render
+from tuner.models import make_gguf_variants
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -28,8 +27,7 @@ def test_gguf_tokenizer_counts_prompts_exactly_like_the_harness(gguf_model: Path
     import llama_cpp
     import numpy as np
 
-    from tuner.workload.prompts import PromptSynth
-    from tuner.workload.tokenizer import load_tokenizer
+    from tuner.workload import PromptSynth, load_tokenizer
 
     synth = PromptSynth(load_tokenizer(str(gguf_model)))
     llm = llama_cpp.Llama(str(gguf_model / "tiny-llama-Q8_0.gguf"), vocab_only=True,

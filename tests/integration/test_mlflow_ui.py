@@ -28,8 +28,8 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tuner.launch.process import free_port
-from tuner.tracking.runs_view import KIND_TAG, MODEL_TRAINING, VIEW_TAG, runs_page
+from tuner.launch import free_port
+from tuner.tracking import KIND_TAG, MODEL_TRAINING, VIEW_TAG, runs_page
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

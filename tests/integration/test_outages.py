@@ -31,8 +31,8 @@ from tests.integration.standin_study import (
     tune_command,
     wait_for,
 )
-from tuner.study.coordination.shared_study import driver_url
-from tuner.study.run_folder import RunFolder
+from tuner.study import RunFolder
+from tuner.study.coordination import driver_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

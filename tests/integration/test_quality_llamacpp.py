@@ -23,13 +23,11 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tuner.engines.spec import load_engine_spec
-from tuner.launch.base import EngineHandle, LaunchRequest
-from tuner.launch.process import ProcessLauncher
-from tuner.launch.readiness import wait_ready
-from tuner.metrics.token_agreement import GreedyAnswer, agreement
-from tuner.study.measurer import HttpMeasurer
-from tuner.workload.loader import load_workload
+from tuner.engines import load_engine_spec
+from tuner.launch import EngineHandle, LaunchRequest, ProcessLauncher, wait_ready
+from tuner.metrics import GreedyAnswer, agreement
+from tuner.study import HttpMeasurer
+from tuner.workload import load_workload
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

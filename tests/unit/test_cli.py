@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.launch.process import free_port
+from tuner.launch import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 WORKLOAD = REPO / "experiments" / "workloads" / "smoke.yaml"

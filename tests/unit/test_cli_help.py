@@ -8,7 +8,7 @@ import pytest
 
 from tests.unit.cli_runner import one_line_error, tune_all
 from tuner import __version__
-from tuner.engines.spec import engine_names
+from tuner.engines import engine_names
 
 COMMANDS = [["bench"], ["compare"], ["measure"], ["report"], ["export"], ["status"],
             ["worker"], ["cleanup"], ["make-model"], ["workload", "fit"]]

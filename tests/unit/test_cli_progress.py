@@ -60,8 +60,8 @@ def test_plain_lines_come_while_a_run_goes_on(tiny_model: Path, tmp_path: Path) 
     """A run longer than the line interval shows its counters while it runs."""
     from rich.console import Console
 
-    from tuner.loadgen.records import RequestRecord
-    from tuner.ui.plain_progress import PlainProgress
+    from tuner.loadgen import RequestRecord
+    from tuner.ui import PlainProgress
 
     out = tmp_path / "lines.txt"
     with out.open("w") as fh, PlainProgress(Console(file=fh), every_s=0.05) as progress:

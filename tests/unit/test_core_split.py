@@ -3,18 +3,9 @@
 import os
 from pathlib import Path
 
-from tuner.engines.render import render
-from tuner.engines.spec import load_engine_spec
-from tuner.host.hardware import (
-    Hardware,
-    cpu_list,
-    parse_cpu_list,
-    realtime_allowed,
-    running_on,
-    split_cores,
-)
-from tuner.launch.base import LaunchRequest
-from tuner.launch.docker import container_spec
+from tuner.engines import load_engine_spec, render
+from tuner.host import Hardware, cpu_list, parse_cpu_list, realtime_allowed, running_on, split_cores
+from tuner.launch import LaunchRequest, container_spec
 
 VALUES = {"python": "python", "model": "/m", "served_name": "m", "port": "8000",
           "host": "127.0.0.1"}
@@ -96,7 +87,7 @@ def test_a_confined_container_gets_a_cpuset(tmp_path: Path) -> None:
 
 
 def test_the_cpu_identity_names_its_model_cores_and_instruction_sets() -> None:
-    from tuner.host.hardware import IDENTITY_FLAGS, cpu_identity
+    from tuner.host import IDENTITY_FLAGS, cpu_identity
 
     text = cpu_identity()
     assert f", {os.cpu_count()} cores, " in text

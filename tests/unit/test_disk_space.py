@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import exc as sa
 
-from tuner.core.errors import OutOfSpace
-from tuner.host import disk_space
-from tuner.host.disk_space import atomic_open, check_free, no_space, out_of_space, write_atomic
+from tuner.core import OutOfSpace
+from tuner.host import atomic_open, check_free, disk_space, no_space, out_of_space, write_atomic
 
 
 def full() -> OSError:

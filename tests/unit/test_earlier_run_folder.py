@@ -17,11 +17,10 @@ from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
 from tuner.commands.export import export_command
 from tuner.commands.report import report_command
 from tuner.commands.tune import tune_command
-from tuner.core.settings import Settings
-from tuner.deploy.chosen import Sizing
-from tuner.study.config import StudyConfig
-from tuner.study.coordination.ledger import ledger
-from tuner.study.record import RECORD_ATTR, parse_record
+from tuner.core import Settings
+from tuner.deploy import Sizing
+from tuner.study import RECORD_ATTR, StudyConfig, parse_record
+from tuner.study.coordination import ledger
 
 pytestmark = pytest.mark.slow
 DATA = Path(__file__).resolve().parents[1] / "data"

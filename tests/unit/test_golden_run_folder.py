@@ -20,8 +20,8 @@ from rich.console import Console
 
 from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
 from tuner.commands.tune import tune_command
-from tuner.core.settings import Settings
-from tuner.study.config import StudyConfig
+from tuner.core import Settings
+from tuner.study import StudyConfig
 
 pytestmark = pytest.mark.slow
 DATA = Path(__file__).resolve().parents[1] / "data"

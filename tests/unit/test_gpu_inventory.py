@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tuner.core.errors import ConfigError
-from tuner.host.gpu_inventory import (
+from tuner.core import ConfigError
+from tuner.host import (
     Inventory,
     busy,
     count_processes,

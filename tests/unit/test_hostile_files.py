@@ -23,13 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tuner.commands.tune import parse_enqueue
-from tuner.core.errors import ConfigError
-from tuner.engines.model_info import ModelInfo
-from tuner.engines.spec import EngineSpec, load_engine_spec, parse_engine_spec
-from tuner.host.hardware import Hardware
-from tuner.study.enqueued import check_enqueued
-from tuner.study.space import SearchSpace, load_search_space
-from tuner.workload.loader import load_workload
+from tuner.core import ConfigError
+from tuner.engines import EngineSpec, ModelInfo, load_engine_spec, parse_engine_spec
+from tuner.host import Hardware
+from tuner.study import SearchSpace, check_enqueued, load_search_space
+from tuner.workload import load_workload
 
 REPO = Path(__file__).resolve().parents[2]
 MANY = int(os.environ.get("TUNER_HOSTILE_CASES", "500"))

@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("study.coordination",),
     ("study.state", "study.quality_guard", "study.trial"),
     ("study.repeats",),
-    ("study.loop", "study.replay", "study.results", "study.status"),
+    ("study.loop", "study.replay", "study.results", "study.status", "study"),  # study: its face
     ("tracking",),
     ("report", "deploy"),
     ("ui",),

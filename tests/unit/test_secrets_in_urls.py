@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tuner.core.settings import without_password
-from tuner.study.config import StudyConfig
-from tuner.study.record import record_of
+from tuner.core import without_password
+from tuner.study import StudyConfig, record_of
 
 REPO = Path(__file__).resolve().parents[2]
 

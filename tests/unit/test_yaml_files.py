@@ -6,10 +6,9 @@ import pytest
 import yaml
 
 from tuner.commands.tune import parse_enqueue
-from tuner.engines.spec import parse_engine_spec
-from tuner.study.space import load_search_space
-from tuner.workload.loader import load_workload
-from tuner.workload.plausibility import implausible
+from tuner.engines import parse_engine_spec
+from tuner.study import load_search_space
+from tuner.workload import implausible, load_workload
 
 REPO = Path(__file__).resolve().parents[2]
 ALL_YAML = sorted(p for p in REPO.rglob("*.y*ml")

@@ -10,21 +10,20 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tuner.core.errors import ConfigError, SlosNotMet, TunerError
-from tuner.core.settings import Settings
-from tuner.loadgen import event_loop
-from tuner.measurement.bench_report import make_report, write_report
-from tuner.measurement.bench_session import open_bench
-from tuner.measurement.capacity import CapacityResult
-from tuner.measurement.step_line import verdict_text
-from tuner.metrics.run_summary import RunSummary
-from tuner.report.bench_tables import capacity_table, prefix_cache_warning, summary_table
-from tuner.ui.progress_display import progress_display
-from tuner.workload.loader import load_workload
-from tuner.workload.models import Stop, Workload
-from tuner.workload.plan import plan_notes
-from tuner.workload.plausibility import implausible_run
-from tuner.workload.tokenizer import given_tokenizer_file
+from tuner.core import ConfigError, Settings, SlosNotMet, TunerError
+from tuner.loadgen import run_loop
+from tuner.measurement import CapacityResult, make_report, open_bench, verdict_text, write_report
+from tuner.metrics import RunSummary
+from tuner.report import capacity_table, prefix_cache_warning, summary_table
+from tuner.ui import progress_display
+from tuner.workload import (
+    Stop,
+    Workload,
+    given_tokenizer_file,
+    implausible_run,
+    load_workload,
+    plan_notes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -137,4 +136,4 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
             console.print(f"figures in {json_path}, per-request records in {records}")
         verdict_exit(report.result, report.capacity)
 
-    event_loop.run(go(), sigterm=True)
+    run_loop(go(), sigterm=True)

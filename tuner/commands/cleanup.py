@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from tuner.core.errors import ConfigError
-from tuner.core.settings import Settings
-from tuner.launch.docker import DockerLauncher
-from tuner.launch.process import ProcessLauncher
+from tuner.core import ConfigError, Settings
+from tuner.launch import DockerLauncher, ProcessLauncher
 
 
 def cleanup_command(settings: Settings, console: Console) -> list[str]:

@@ -18,23 +18,33 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from tuner.commands.prepare import EngineFactory, Prepared, local_artifacts, prepare, real_engines
-from tuner.core.errors import ConfigError, StudyError
-from tuner.core.settings import Settings
-from tuner.core.validation import validate
-from tuner.host.hardware import running_on
-from tuner.launch.teardown import guarded
-from tuner.report.comparison import Comparison, comparison_verdict, engine_deltas, engine_result
-from tuner.report.document import html_page, markdown, notes, table
-from tuner.report.plots import all_plots
-from tuner.study.config import StudyConfig
-from tuner.study.loop import run_search
-from tuner.study.outcome import TrialResult, cheapest, defaults_trial
-from tuner.study.repeats.remeasure import Candidate, MeasuredRun, measure_interleaved
-from tuner.study.run_folder import RunFolder
-from tuner.study.state import StudyProgress
-from tuner.tracking.runs_view import KIND_TAG, MODEL_TRAINING
-from tuner.ui.progress_display import progress_display
-from tuner.workload.loader import load_workload
+from tuner.core import ConfigError, Settings, StudyError, validate
+from tuner.host import running_on
+from tuner.launch import guarded
+from tuner.report import (
+    Comparison,
+    all_plots,
+    comparison_verdict,
+    engine_deltas,
+    engine_result,
+    html_page,
+    markdown,
+    notes,
+    table,
+)
+from tuner.study import (
+    RunFolder,
+    StudyConfig,
+    StudyProgress,
+    TrialResult,
+    cheapest,
+    defaults_trial,
+    run_search,
+)
+from tuner.study.repeats import Candidate, MeasuredRun, measure_interleaved
+from tuner.tracking import KIND_TAG, MODEL_TRAINING
+from tuner.ui import progress_display
+from tuner.workload import load_workload
 
 
 class StudyRef(BaseModel):

@@ -15,22 +15,17 @@ from rich.console import Console
 
 from tuner import __version__
 from tuner.commands.prepare import Prepared
-from tuner.core.settings import without_password
-from tuner.engines.render import render
-from tuner.engines.spec import Device, EngineSpec
-from tuner.host.disk_space import write_atomic
-from tuner.metrics.cost import money
-from tuner.report.study_report import best_config_yaml, final_table, study_verdict, write_plots
-from tuner.report.tradeoff_report import tradeoff_plot
-from tuner.study.coordination.spend import spend_of
-from tuner.study.loop import results_summary
-from tuner.study.outcome import TrialResult, cheapest, defaults_trial
-from tuner.study.repeats.remeasure_loop import Remeasurement
-from tuner.study.results.pareto import pareto_front, tradeoff_points
-from tuner.study.results.summary import StudySummary, TimeSplit, noise_floor
-from tuner.study.state import StudyProgress
-from tuner.tracking.runs_view import review_line
-from tuner.workload.loader import workload_sha256
+from tuner.core import without_password
+from tuner.engines import Device, EngineSpec, render
+from tuner.host import write_atomic
+from tuner.metrics import money
+from tuner.report import best_config_yaml, final_table, study_verdict, tradeoff_plot, write_plots
+from tuner.study import StudyProgress, TrialResult, cheapest, defaults_trial, results_summary
+from tuner.study.coordination import spend_of
+from tuner.study.repeats import Remeasurement
+from tuner.study.results import StudySummary, TimeSplit, noise_floor, pareto_front, tradeoff_points
+from tuner.tracking import review_line
+from tuner.workload import workload_sha256
 
 
 def ready_command(spec: EngineSpec, trial: TrialResult | None, model: str, served: str,

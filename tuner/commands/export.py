@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuner.core.errors import ConfigError
-from tuner.core.settings import Settings
-from tuner.deploy.chosen import Chosen, Sizing, dns_name
-from tuner.deploy.formats import Where, export_format
-from tuner.engines.spec import Device, load_engine_spec
-from tuner.launch.docker import image_ref
-from tuner.study.outcome import TrialResult
-from tuner.study.results.pareto import TradeOff, tradeoff_points
-from tuner.study.results.pick import choose, parse_pick
-from tuner.study.results.study_folder import StudyFolder, read_study_folder
+from tuner.core import ConfigError, Settings
+from tuner.deploy import Chosen, Sizing, Where, dns_name, export_format
+from tuner.engines import Device, load_engine_spec
+from tuner.launch import image_ref
+from tuner.study import TrialResult
+from tuner.study.results import (
+    StudyFolder,
+    TradeOff,
+    choose,
+    parse_pick,
+    read_study_folder,
+    tradeoff_points,
+)
 
 
 def target(folder: StudyFolder, pick: str | None, trial: int | None = None

@@ -16,18 +16,13 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from tuner.commands.prepare import EngineFactory, prepare, real_engines
-from tuner.core.errors import ConfigError
-from tuner.core.settings import Settings
-from tuner.core.validation import load_yaml
-from tuner.host.hardware import running_on
-from tuner.launch.teardown import guarded
-from tuner.metrics.spread import Spread, spread
-from tuner.report.measure_report import measure_table, spread_lines
-from tuner.study.config import StudyConfig
-from tuner.study.outcome import TrialResult
-from tuner.study.run_folder import RunFolder
-from tuner.study.trial import run_trial
-from tuner.ui.progress_display import progress_display
+from tuner.core import ConfigError, Settings, load_yaml
+from tuner.host import running_on
+from tuner.launch import guarded
+from tuner.metrics import Spread, spread
+from tuner.report import measure_table, spread_lines
+from tuner.study import RunFolder, StudyConfig, TrialResult, run_trial
+from tuner.ui import progress_display
 
 
 class MeasureReport(BaseModel):

@@ -13,27 +13,23 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from tuner import __version__
-from tuner.core.errors import ConfigError
-from tuner.core.settings import Settings, without_password
-from tuner.engines.model_info import ModelInfo, load_model_info
-from tuner.engines.spec import EngineSpec, load_engine_spec
-from tuner.host.gpu_inventory import busy_now
-from tuner.host.hardware import Hardware, detect
-from tuner.launch.base import Launcher
-from tuner.launch.docker import DockerLauncher
-from tuner.launch.gpus import GpuPool
-from tuner.launch.process import ProcessLauncher
-from tuner.loadgen.progress import Progress
-from tuner.study.config import StudyConfig
-from tuner.study.enqueued import check_enqueued
-from tuner.study.measurer import HttpMeasurer, Measurer
-from tuner.study.results.study_folder import write_host
-from tuner.study.space import SearchSpace, load_search_space
-from tuner.study.trial import TrialContext
-from tuner.tracking.mlflow_tracker import MlflowTracker
-from tuner.tracking.outbox import Outbox
-from tuner.workload.loader import load_workload, workload_sha256
-from tuner.workload.models import Workload
+from tuner.core import ConfigError, Settings, without_password
+from tuner.engines import EngineSpec, ModelInfo, load_engine_spec, load_model_info
+from tuner.host import Hardware, busy_now, detect
+from tuner.launch import DockerLauncher, GpuPool, Launcher, ProcessLauncher
+from tuner.loadgen import Progress
+from tuner.study import (
+    HttpMeasurer,
+    Measurer,
+    SearchSpace,
+    StudyConfig,
+    TrialContext,
+    check_enqueued,
+    load_search_space,
+)
+from tuner.study.results import write_host
+from tuner.tracking import MlflowTracker, Outbox
+from tuner.workload import Workload, load_workload, workload_sha256
 
 log = logging.getLogger(__name__)
 

@@ -10,13 +10,12 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tuner.core.errors import ConfigError
-from tuner.metrics.cost import money
-from tuner.report.tradeoff_report import front_table, tradeoff_plot
-from tuner.study.results.pick import Pick, choose
-from tuner.study.results.study_folder import read_study_folder
-from tuner.study.run_folder import RunFolder
-from tuner.tracking.mlflow_tracker import deliver_kept
+from tuner.core import ConfigError
+from tuner.metrics import money
+from tuner.report import front_table, tradeoff_plot
+from tuner.study import RunFolder
+from tuner.study.results import Pick, choose, read_study_folder
+from tuner.tracking import deliver_kept
 
 
 def report_command(folder: Path, console: Console) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from tuner.study.coordination.shared_study import read_record, storage_for
-from tuner.study.repeats.remeasure_round import status_of_round
-from tuner.study.status import StudyStatus, study_status
+from tuner.study import StudyStatus, study_status
+from tuner.study.coordination import read_record, storage_for
+from tuner.study.repeats import status_of_round
 
 
 def status_command(name: str, storage: str, console: Console) -> StudyStatus:

@@ -11,20 +11,13 @@ from rich.console import Console
 
 from tuner.commands.conclusion import conclude
 from tuner.commands.prepare import EngineFactory, prepare, real_engines
-from tuner.core.errors import ConfigError
-from tuner.core.settings import Settings
-from tuner.core.validation import load_yaml
-from tuner.host.disk_space import stops_when_full
-from tuner.host.hardware import running_on
-from tuner.launch.teardown import guarded
-from tuner.study.config import StudyConfig
-from tuner.study.loop import run_search
-from tuner.study.outcome import ranked
-from tuner.study.repeats.remeasure_loop import remeasure_study
-from tuner.study.results.summary import StudySummary
-from tuner.study.run_folder import RunFolder
-from tuner.study.state import StudyProgress
-from tuner.ui.progress_display import progress_display
+from tuner.core import ConfigError, Settings, load_yaml
+from tuner.host import running_on, stops_when_full
+from tuner.launch import guarded
+from tuner.study import RunFolder, StudyConfig, StudyProgress, ranked, run_search
+from tuner.study.repeats import remeasure_study
+from tuner.study.results import StudySummary
+from tuner.ui import progress_display
 
 log = logging.getLogger(__name__)
 

@@ -16,18 +16,13 @@ from rich.console import Console
 
 from tuner.commands.conclusion import conclude
 from tuner.commands.prepare import EngineFactory, prepare, real_engines
-from tuner.core.settings import Settings
-from tuner.host.disk_space import stops_when_full
-from tuner.host.hardware import running_on
-from tuner.launch.teardown import guarded
-from tuner.study.config import StudyConfig
-from tuner.study.coordination.ledger import ledger
-from tuner.study.coordination.shared_study import read_record, worker_id
-from tuner.study.loop import run_search
-from tuner.study.record import StudyRecord, config_from
-from tuner.study.repeats.remeasure_loop import remeasure_study
-from tuner.study.state import StudyProgress
-from tuner.ui.progress_display import progress_display
+from tuner.core import Settings
+from tuner.host import running_on, stops_when_full
+from tuner.launch import guarded
+from tuner.study import StudyConfig, StudyProgress, StudyRecord, config_from, run_search
+from tuner.study.coordination import ledger, read_record, worker_id
+from tuner.study.repeats import remeasure_study
+from tuner.ui import progress_display
 
 
 def worker_command(name: str, storage: str, *, out: Path, launcher: str, parallel: int,

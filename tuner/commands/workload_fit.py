@@ -7,12 +7,9 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from tuner.core.errors import ConfigError
-from tuner.core.validation import validate
-from tuner.report.workload_fit_plot import plot_fit
-from tuner.workload.fit_workload import fit_workload
-from tuner.workload.models import Workload
-from tuner.workload.request_log import read_request_log
+from tuner.core import ConfigError, validate
+from tuner.report import plot_fit
+from tuner.workload import Workload, fit_workload, read_request_log
 
 
 def workload_fit_command(log_path: Path, out: Path, *, model: str, rate: str,

@@ -1,0 +1,24 @@
+"""The face of tuner.core: what other packages use of it; the rest is private."""
+
+from tuner.core.errors import (
+    EXIT_INTERRUPTED,
+    ConfigError,
+    EndpointError,
+    EngineCrashed,
+    EngineHung,
+    EngineStartError,
+    OutOfSpace,
+    SlosNotMet,
+    StudyError,
+    TunerError,
+)
+from tuner.core.settings import Settings, hf_cache_dirs, hf_home, without_password
+from tuner.core.validation import StrictModel, load_yaml, validate
+from tuner.core.validation_errors import describe_validation_error
+
+__all__ = [
+    "ConfigError", "EXIT_INTERRUPTED", "EndpointError", "EngineCrashed", "EngineHung",
+    "EngineStartError", "OutOfSpace", "Settings", "SlosNotMet", "StrictModel", "StudyError",
+    "TunerError", "describe_validation_error", "hf_cache_dirs", "hf_home", "load_yaml",
+    "validate", "without_password",
+]

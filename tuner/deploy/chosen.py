@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuner.core.errors import ConfigError
-from tuner.engines.render import OPTIONS_FILE, Rendered, render
-from tuner.engines.spec import Device, EngineSpec
-from tuner.metrics.cost import money
-from tuner.study.results.pareto import TradeOff
+from tuner.core import ConfigError
+from tuner.engines import OPTIONS_FILE, Device, EngineSpec, Rendered, render
+from tuner.metrics import money
+from tuner.study.results import TradeOff
 
 NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 """A DNS-1035 label short enough for the suffixes formats add (``-runtime``)."""

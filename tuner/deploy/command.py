@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import shlex
 
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 from tuner.deploy.chosen import Chosen
-from tuner.engines.render import OPTIONS_FILE, render
+from tuner.engines import OPTIONS_FILE, render
 
 OPTIONS_NAME = "engine-options.yaml"
 """Where the command reads an options file from (written beside it by the script)."""

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 from tuner.deploy.chosen import Chosen, quantity
 from tuner.deploy.k8s_models import check_object
 

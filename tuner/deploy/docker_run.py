@@ -13,10 +13,9 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from tuner.core.errors import ConfigError
-from tuner.core.settings import hf_home
+from tuner.core import ConfigError, hf_home
 from tuner.deploy.chosen import Chosen
-from tuner.launch.isolation import cache_folder
+from tuner.launch import cache_folder
 
 
 def docker_run(chosen: Chosen, *, cache_root: Path, options_dir: Path,

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 from tuner.deploy.chosen import Chosen
 from tuner.deploy.command import engine_command
 from tuner.deploy.deployment import HF_SECRET, deployment_objects

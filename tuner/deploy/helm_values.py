@@ -16,7 +16,7 @@ from typing import Any
 
 from docker.utils import parse_repository_tag
 
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 from tuner.deploy.chosen import Chosen, quantity
 from tuner.deploy.k8s_models import check_part
 from tuner.deploy.schemas import HELM_VALUES, check

@@ -17,7 +17,7 @@ from jsonschema import Draft7Validator, Draft202012Validator
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
-from tuner.core.errors import TunerError
+from tuner.core import TunerError
 
 HELM_VALUES = "vllm-stack-0.1.12.values.schema.json"
 SERVING_RUNTIME = "kserve-v0.20.0-servingruntime-v1alpha1.schema.json"

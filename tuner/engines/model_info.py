@@ -8,8 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from tuner.core.errors import ConfigError
-from tuner.core.settings import hf_cache_dirs
+from tuner.core import ConfigError, hf_cache_dirs
 
 
 class ModelInfo(BaseModel):

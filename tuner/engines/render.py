@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 from tuner.engines.spec import Device, EngineSpec, Knob, Mode
 
 UNISOLATED = {"master_port": "29500", "launch_id": "tuner"}

@@ -12,10 +12,10 @@ from typing import Any
 
 from simpleeval import EvalWithCompoundTypes, InvalidExpression
 
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 from tuner.engines.model_info import ModelInfo
 from tuner.engines.spec import EngineSpec, Rule
-from tuner.host.hardware import Hardware
+from tuner.host import Hardware
 
 
 def rule_names(spec: EngineSpec, config: dict[str, Any], hw: Hardware, model: ModelInfo,

@@ -17,8 +17,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from tuner.core.errors import ConfigError
-from tuner.core.validation import StrictModel, load_yaml, validate
+from tuner.core import ConfigError, StrictModel, load_yaml, validate
 
 Device = Literal["cpu", "gpu"]
 Mode = Literal["process", "container"]

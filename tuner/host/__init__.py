@@ -1,0 +1,42 @@
+"""The face of tuner.host: what other packages use of it; the rest is private."""
+
+from tuner.host.disk_space import (
+    atomic_open,
+    check_free,
+    no_space,
+    out_of_space,
+    stops_when_full,
+    what_filled,
+    write_atomic,
+)
+from tuner.host.gpu_inventory import (
+    Gpu,
+    Inventory,
+    busy,
+    busy_now,
+    count_processes,
+    gpu_devices,
+    parse_nvidia_smi,
+    read_nvml,
+    usable,
+    visible,
+)
+from tuner.host.hardware import (
+    IDENTITY_FLAGS,
+    Hardware,
+    cpu_identity,
+    cpu_list,
+    detect,
+    parse_cpu_list,
+    realtime_allowed,
+    running_on,
+    split_cores,
+)
+
+__all__ = [
+    "Gpu", "Hardware", "IDENTITY_FLAGS", "Inventory", "atomic_open", "busy", "busy_now",
+    "check_free", "count_processes", "cpu_identity", "cpu_list", "detect", "gpu_devices",
+    "no_space", "out_of_space", "parse_cpu_list", "parse_nvidia_smi", "read_nvml",
+    "realtime_allowed", "running_on", "split_cores", "stops_when_full", "usable", "visible",
+    "what_filled", "write_atomic",
+]

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from tuner.core.errors import OutOfSpace
+from tuner.core import OutOfSpace
 
 NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 SQLITE_FULL = "database or disk is full"

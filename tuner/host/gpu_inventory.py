@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,7 @@ from typing import Any, Protocol
 
 from pydantic import SecretStr
 
-from tuner.engines.render import Rendered
-from tuner.engines.spec import EngineSpec
+from tuner.engines import EngineSpec, Rendered
 
 
 @dataclass(frozen=True)

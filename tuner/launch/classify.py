@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from tuner.engines.spec import Failures
+from tuner.engines import Failures
 
 KILLED_BY_OOM_KILLER = {137, -9}
 PORT_TAKEN = re.compile(r"(?i)address already in use|\b(?:errno|os error) 98\b|"

@@ -25,10 +25,8 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, Mount, Ulimit
 from docker.utils import parse_repository_tag
 
-from tuner.core.errors import ConfigError, EngineStartError
-from tuner.core.settings import Settings, hf_home
-from tuner.engines.render import Rendered, render
-from tuner.engines.spec import ContainerLaunch, Device, EngineSpec
+from tuner.core import ConfigError, EngineStartError, Settings, hf_home
+from tuner.engines import ContainerLaunch, Device, EngineSpec, Rendered, render
 from tuner.launch.base import EngineHandle, LaunchRequest
 from tuner.launch.isolation import cache_folder, launch_values
 from tuner.launch.ownership import (

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from tuner.core.errors import TunerError
+from tuner.core import TunerError
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from typing import TypeVar
 
 import httpx
 
-from tuner.core.errors import EngineHung
+from tuner.core import EngineHung
 from tuner.launch.base import EngineHandle
 
 log = logging.getLogger(__name__)

@@ -22,10 +22,9 @@ from typing import Any
 
 import psutil
 
-from tuner.core.errors import EngineStartError
-from tuner.engines.render import Rendered, render
-from tuner.engines.spec import Device
-from tuner.host.hardware import parse_cpu_list
+from tuner.core import EngineStartError
+from tuner.engines import Device, Rendered, render
+from tuner.host import parse_cpu_list
 from tuner.launch.base import EngineHandle, LaunchRequest
 from tuner.launch.isolation import cache_folder, launch_values
 from tuner.launch.isolation import free_port as free_port  # where callers have found it

@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 import httpx
 
-from tuner.core.errors import EngineStartError
-from tuner.engines.spec import EngineSpec
+from tuner.core import EngineStartError
+from tuner.engines import EngineSpec
 from tuner.launch.base import EngineHandle
 from tuner.launch.classify import classify_log, first_oom_line
 

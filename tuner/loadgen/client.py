@@ -33,7 +33,7 @@ from httpx_aiohttp import AiohttpTransport
 from tuner.loadgen.raw_http import RawHttpPool
 from tuner.loadgen.records import ENDED_BY_CLIENT, RequestRecord
 from tuner.loadgen.sse import DONE, SseSplitter, ends_with_done, last_int, payloads
-from tuner.workload.plan import PlannedRequest
+from tuner.workload import PlannedRequest
 
 Api = Literal["completions", "chat"]
 MAX_EVENT_BYTES = 2**20

@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 
-from tuner.core.errors import EndpointError
+from tuner.core import EndpointError
 from tuner.loadgen.client import Api, ServerCaps, chunk_text, request_body
-from tuner.workload.plan import PlannedRequest
+from tuner.workload import PlannedRequest
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from tuner.host.disk_space import atomic_open
+from tuner.host import atomic_open
 
 ENDED_BY_CLIENT = 499
 """``status`` of a request the tuner ended itself (as nginx logs a client that closed)."""

@@ -25,10 +25,16 @@ from tuner.loadgen.saturation import LoopLag, p99, saturation
 from tuner.loadgen.schedule import sleep_until
 from tuner.loadgen.scraper import MetricsScraper, ServerMetrics
 from tuner.loadgen.workers import ClientSpec, WorkerPool, workers_for
-from tuner.workload.arrivals import NS, ConcurrencyArrivals
-from tuner.workload.models import Workload
-from tuner.workload.plan import PlannedRequest, RequestFactory, is_warmup, open_loop_plan
-from tuner.workload.prefix_share import own_prefix_share
+from tuner.workload import (
+    NS,
+    ConcurrencyArrivals,
+    PlannedRequest,
+    RequestFactory,
+    Workload,
+    is_warmup,
+    open_loop_plan,
+    own_prefix_share,
+)
 
 MAX_POOL = 20_000
 SHARD_LEAD_NS = 200_000_000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from tuner.workload.arrivals import NS
+from tuner.workload import NS
 
 
 async def sleep_until(target_ns: int) -> None:

@@ -30,7 +30,7 @@ from tuner.loadgen.client import Api, ServerCaps, StreamClient
 from tuner.loadgen.records import RequestRecord
 from tuner.loadgen.saturation import LoopLag
 from tuner.loadgen.schedule import sleep_until
-from tuner.workload.plan import PlannedRequest
+from tuner.workload import PlannedRequest
 
 TOKENS_PER_CORE = 15_000
 """Output tokens per second one worker is given by default: about half of what one process

@@ -10,11 +10,11 @@ from typing import Literal
 from pydantic import BaseModel
 
 from tuner import __version__
-from tuner.loadgen.records import RequestRecord, write_records_csv
+from tuner.loadgen import RequestRecord, write_records_csv
 from tuner.measurement.bench_session import Bench
 from tuner.measurement.capacity import CapacityResult
-from tuner.metrics.run_summary import RunSummary
-from tuner.workload.loader import workload_sha256
+from tuner.metrics import RunSummary
+from tuner.workload import workload_sha256
 
 
 class BenchReport(BaseModel):

@@ -9,22 +9,30 @@ from pathlib import Path
 
 import numpy as np
 
-from tuner.loadgen.client import ServerCaps
-from tuner.loadgen.probe import check_serves, normalise_endpoint, probe_endpoint
-from tuner.loadgen.progress import NULL_PROGRESS, Progress
-from tuner.loadgen.records import RequestRecord
-from tuner.loadgen.runner import Runner, StopCheck
-from tuner.loadgen.scraper import wait_idle
+from tuner.loadgen import (
+    NULL_PROGRESS,
+    Progress,
+    RequestRecord,
+    Runner,
+    ServerCaps,
+    StopCheck,
+    check_serves,
+    normalise_endpoint,
+    probe_endpoint,
+    wait_idle,
+)
 from tuner.measurement.capacity import CapacityResult, find_capacity
 from tuner.measurement.early_stop import SloGuard
 from tuner.measurement.step_line import step_line
 from tuner.measurement.warmup import WARMUP_EPOCH, WarmupResult, warm_up
-from tuner.metrics.run_summary import RunSummary, summarise
-from tuner.workload.arrivals import ConcurrencyArrivals
-from tuner.workload.models import Workload
-from tuner.workload.plan import RequestFactory
-from tuner.workload.prompts import PromptSynth
-from tuner.workload.tokenizer import load_tokenizer
+from tuner.metrics import RunSummary, summarise
+from tuner.workload import (
+    ConcurrencyArrivals,
+    PromptSynth,
+    RequestFactory,
+    Workload,
+    load_tokenizer,
+)
 
 
 @dataclass

@@ -26,9 +26,8 @@ from collections.abc import Awaitable, Callable
 from pydantic import BaseModel, Field
 
 from tuner.measurement.warmup import WarmupResult
-from tuner.metrics.cost import cost_per_million
-from tuner.metrics.run_summary import RunSummary, SloCheck
-from tuner.workload.models import CapacitySearch
+from tuner.metrics import RunSummary, SloCheck, cost_per_million
+from tuner.workload import CapacitySearch
 
 Step = Callable[[float, int], Awaitable[RunSummary]]
 AT_LEAST = ("throughput",)

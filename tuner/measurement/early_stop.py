@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from tuner.loadgen.records import RequestRecord
-from tuner.metrics.quantiles import rate_lower_bound
+from tuner.loadgen import RequestRecord
+from tuner.metrics import rate_lower_bound
 
 NS = 1_000_000_000
 

@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 from tokenizers import Tokenizer
 
-from tuner.core.errors import EndpointError
-from tuner.loadgen.client import Api
-from tuner.metrics.token_agreement import GreedyAnswer
+from tuner.core import EndpointError
+from tuner.loadgen import Api
+from tuner.metrics import GreedyAnswer
 
 PROMPTS = (
     "The capital of France is",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tuner.metrics.run_summary import RunSummary
+from tuner.metrics import RunSummary
 
 
 def _ms(value: float | None) -> str:

@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from pydantic import BaseModel
 
-from tuner.metrics.run_summary import RunSummary
-from tuner.workload.models import EngineWarmup
+from tuner.metrics import RunSummary
+from tuner.workload import EngineWarmup
 
 WARMUP_EPOCH = 500  # prompts of their own: warm-up never warms a measured step's prefixes
 

@@ -1,0 +1,23 @@
+"""The face of tuner.metrics: what other packages use of it; the rest is private."""
+
+from tuner.metrics.bootstrap import (
+    Interval,
+    RunTokens,
+    cost_samples,
+    interval,
+    point_cost,
+    ratio_interval,
+)
+from tuner.metrics.cost import cost_per_million, money
+from tuner.metrics.figures import Dist, dist_ms, measured, window_ns
+from tuner.metrics.quantiles import rate_lower_bound
+from tuner.metrics.run_summary import RunSummary, SloCheck, SloVerdict, summarise
+from tuner.metrics.spread import Spread, spread
+from tuner.metrics.token_agreement import Agreement, GreedyAnswer, QualityVerdict, agreement
+
+__all__ = [
+    "Agreement", "Dist", "GreedyAnswer", "Interval", "QualityVerdict", "RunSummary",
+    "RunTokens", "SloCheck", "SloVerdict", "Spread", "agreement", "cost_per_million",
+    "cost_samples", "dist_ms", "interval", "measured", "money", "point_cost",
+    "rate_lower_bound", "ratio_interval", "spread", "summarise", "window_ns",
+]

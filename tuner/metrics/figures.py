@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel
 
-from tuner.loadgen.records import RequestRecord
+from tuner.loadgen import RequestRecord
 from tuner.metrics.quantiles import quantile_interval
 
 MS = 1e6

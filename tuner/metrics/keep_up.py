@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tuner.loadgen.records import RequestRecord
+from tuner.loadgen import RequestRecord
 
 NS = 1_000_000_000
 

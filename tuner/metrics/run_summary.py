@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from tuner.loadgen.client import ServerCaps
-from tuner.loadgen.runner import RunOutcome
-from tuner.loadgen.scraper import ServerMetrics
+from tuner.loadgen import RunOutcome, ServerCaps, ServerMetrics
 from tuner.metrics import figures as f
 from tuner.metrics.cost import cost_per_million
 from tuner.metrics.keep_up import KeepUp, keep_up
-from tuner.workload.models import Workload
+from tuner.workload import Workload
 
 
 class SloCheck(BaseModel):

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 
 log = logging.getLogger(__name__)
 

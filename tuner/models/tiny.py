@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -6,13 +6,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from tuner.measurement.capacity import CapacityResult
-from tuner.measurement.step_line import verdict_text
-from tuner.metrics.cost import money
-from tuner.metrics.figures import Dist
-from tuner.metrics.run_summary import RunSummary
+from tuner.measurement import CapacityResult, verdict_text
+from tuner.metrics import Dist, RunSummary, money
 from tuner.report.capacity_text import capacity_headline, stop_reason
-from tuner.workload.models import CapacitySearch
+from tuner.workload import CapacitySearch
 
 
 def _ms(d: Dist, key: str) -> str:

@@ -3,8 +3,8 @@ search stopped where it did (so a figure cut short by a budget is not read as co
 
 from __future__ import annotations
 
-from tuner.measurement.capacity import CapacityResult
-from tuner.workload.models import CapacitySearch
+from tuner.measurement import CapacityResult
+from tuner.workload import CapacitySearch
 
 
 def load_text(load: float, unit: str) -> str:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, Field
 
-from tuner.metrics.bootstrap import Interval, ratio_interval
+from tuner.metrics import Interval, ratio_interval
 from tuner.report.study_report import saved_text
-from tuner.study.outcome import TrialResult
-from tuner.study.repeats.remeasure import MeasuredRun, Remeasured, pick_winner, summarise_candidate
+from tuner.study import TrialResult
+from tuner.study.repeats import MeasuredRun, Remeasured, pick_winner, summarise_candidate
 
 
 class TrialPoint(BaseModel):

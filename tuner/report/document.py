@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from tuner.metrics.bootstrap import Interval
+from tuner.metrics import Interval
 from tuner.report.comparison import Comparison, EngineResult
 from tuner.report.study_report import capacity_text
 

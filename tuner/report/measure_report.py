@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from tuner.metrics.cost import money
-from tuner.metrics.spread import Spread
-from tuner.study.outcome import TrialResult
+from tuner.metrics import Spread, money
+from tuner.study import TrialResult
 
 
 def measure_table(results: list[TrialResult], title: str) -> Table:

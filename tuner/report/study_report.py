@@ -13,13 +13,10 @@ import yaml
 from optuna.trial import TrialState
 from rich.table import Table
 
-from tuner.metrics.bootstrap import Interval
-from tuner.metrics.cost import money
-from tuner.study.outcome import TrialResult
-from tuner.study.policy import FAILED_COST
-from tuner.study.repeats.remeasure import Remeasured, RemeasureOutcome
-from tuner.study.results.summary import NoiseFloor, StudySummary
-from tuner.study.run_folder import RunFolder
+from tuner.metrics import Interval, money
+from tuner.study import FAILED_COST, RunFolder, TrialResult
+from tuner.study.repeats import Remeasured, RemeasureOutcome
+from tuner.study.results import NoiseFloor, StudySummary
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,8 @@ from typing import Any
 
 from rich.table import Table
 
-from tuner.metrics.cost import money
-from tuner.study.results.pareto import TradeOff
-from tuner.study.results.pick import Pick, choose
+from tuner.metrics import money
+from tuner.study.results import Pick, TradeOff, choose
 
 
 def distinguishing_knobs(front: list[TradeOff]) -> list[str]:

@@ -12,8 +12,7 @@ from pydantic import TypeAdapter
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - the backend is chosen first
 
-from tuner.workload.fit_workload import FittedPart  # noqa: E402
-from tuner.workload.lengths import LengthDist  # noqa: E402
+from tuner.workload import FittedPart, LengthDist  # noqa: E402
 
 _LENGTH = TypeAdapter(LengthDist)
 

@@ -8,8 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from tuner.core.errors import ConfigError
-from tuner.core.validation import StrictModel
+from tuner.core import ConfigError, StrictModel
 from tuner.study.run_folder import RunFolder
 from tuner.study.samplers import DEFAULT_SAMPLER, SAMPLERS, check_runnable
 

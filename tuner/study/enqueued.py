@@ -8,8 +8,8 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from tuner.core.errors import ConfigError
-from tuner.engines.spec import EngineSpec
+from tuner.core import ConfigError
+from tuner.engines import EngineSpec
 from tuner.study.space import (
     BoolKnob,
     CategoricalKnob,

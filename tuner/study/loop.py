@@ -28,30 +28,31 @@ import optuna
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState
 
-from tuner.host.disk_space import write_atomic
-from tuner.metrics.cost import money
+from tuner.host import write_atomic
+from tuner.metrics import money
 from tuner.study.config import StudyConfig
-from tuner.study.coordination.joining import StartTracking, open_shared
-from tuner.study.coordination.ledger import (
+from tuner.study.coordination import (
     REJECTED,
     RESULT,
     STARTS,
     WORKER,
-    count,
-    incumbent,
-    ledger,
-    result_attr,
-    starts_of,
-)
-from tuner.study.coordination.shared_study import (
+    StartTracking,
     beating,
+    count,
     fail_stale,
     give_back,
+    incumbent,
+    ledger,
+    open_shared,
+    result_attr,
     return_to_queue,
+    spend_line,
+    starts_of,
+    study_spend,
+    to_finish,
+    without_waiting,
     worker_id,
 )
-from tuner.study.coordination.spend import spend_line, study_spend, to_finish
-from tuner.study.coordination.storage_outage import without_waiting
 from tuner.study.outcome import TrialResult
 from tuner.study.policy import challenges, confirm, told_value
 from tuner.study.quality_guard import QualityGuard

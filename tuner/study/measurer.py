@@ -14,20 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from tuner.core.errors import EngineCrashed
-from tuner.engines.spec import EngineSpec
-from tuner.launch.base import EngineHandle
-from tuner.launch.liveness import unless_hung
-from tuner.launch.readiness import wait_ready
-from tuner.loadgen import event_loop
-from tuner.loadgen.progress import NULL_PROGRESS, Progress
-from tuner.loadgen.records import RequestRecord
-from tuner.measurement.bench_session import Bench, open_bench
-from tuner.measurement.capacity import CapacityResult
-from tuner.measurement.greedy_probe import greedy_answers
-from tuner.metrics.token_agreement import GreedyAnswer
-from tuner.workload.models import Workload
-from tuner.workload.tokenizer import load_tokenizer
+from tuner.core import EngineCrashed
+from tuner.engines import EngineSpec
+from tuner.launch import EngineHandle, unless_hung, wait_ready
+from tuner.loadgen import NULL_PROGRESS, Progress, RequestRecord, run_loop
+from tuner.measurement import Bench, CapacityResult, greedy_answers, open_bench
+from tuner.metrics import GreedyAnswer
+from tuner.workload import Workload, load_tokenizer
 
 
 class Measurer(Protocol):
@@ -87,13 +80,13 @@ class HttpMeasurer:
                 return found, bench.records
             finally:
                 bench.close()
-        return event_loop.run(go())
+        return run_loop(go())
 
     def greedy(self, handle: EngineHandle, max_tokens: int) -> list[GreedyAnswer]:
         self.progress.status("phase", "quality check: greedy answers")
         tokenizer = load_tokenizer(self.workload.model, self.workload.tokenizer or self.tokenizer,
                                    self.models_dir)
-        return event_loop.run(greedy_answers(handle.base_url, self.served_name,
+        return run_loop(greedy_answers(handle.base_url, self.served_name,
                                              self.workload.api, tokenizer,
                                              max_tokens=max_tokens,
                                              timeout_s=self.workload.request_timeout_s))

@@ -6,10 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from tuner.measurement.capacity import CapacityResult
-from tuner.metrics.cost import money
-from tuner.metrics.run_summary import RunSummary
-from tuner.metrics.token_agreement import QualityVerdict
+from tuner.measurement import CapacityResult
+from tuner.metrics import QualityVerdict, RunSummary, money
 
 Outcome = Literal["ok", "oom", "invalid_config", "startup_timeout", "crashed",
                   "crashed_during_load", "hung", "probe_failed", "error", "slo_infeasible",

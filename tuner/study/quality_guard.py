@@ -26,14 +26,14 @@ import optuna
 from optuna.trial import TrialState
 from pydantic import BaseModel
 
-from tuner.core.errors import EndpointError
-from tuner.engines.spec import Device, EngineSpec
-from tuner.launch.base import EngineHandle
-from tuner.loadgen.progress import NULL_PROGRESS, Progress
-from tuner.metrics.token_agreement import GreedyAnswer, QualityVerdict, agreement
-from tuner.study.coordination.shared_study import fail_stale
+from tuner.core import EndpointError
+from tuner.engines import Device, EngineSpec
+from tuner.launch import EngineHandle
+from tuner.loadgen import NULL_PROGRESS, Progress
+from tuner.metrics import GreedyAnswer, QualityVerdict, agreement
+from tuner.study.coordination import fail_stale
 from tuner.study.measurer import Measurer
-from tuner.workload.models import QualityCheck
+from tuner.workload import QualityCheck
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from tuner import __version__
-from tuner.core.errors import ConfigError
-from tuner.core.settings import without_password
-from tuner.core.validation import validate
+from tuner.core import ConfigError, validate, without_password
 from tuner.study.config import SPEC_FIELDS, StudyConfig, StudySpec
 from tuner.study.run_folder import RunFolder
 from tuner.study.space import space_file

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import optuna
 
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 
 STARTUP_TRIALS = 5
 """Random trials before a model-based sampler starts modelling (fewer when the study is short)."""

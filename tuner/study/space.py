@@ -18,19 +18,9 @@ import optuna
 from pydantic import Field, model_validator
 from simpleeval import EvalWithCompoundTypes
 
-from tuner.core.errors import ConfigError
-from tuner.core.validation import StrictModel, load_yaml, validate
-from tuner.engines.model_info import ModelInfo
-from tuner.engines.spec import (
-    Device,
-    EngineSpec,
-    Mode,
-    Rule,
-    Scalar,
-    all_devices,
-    specs_root,
-)
-from tuner.host.hardware import Hardware
+from tuner.core import ConfigError, StrictModel, load_yaml, validate
+from tuner.engines import Device, EngineSpec, Mode, ModelInfo, Rule, Scalar, all_devices, specs_root
+from tuner.host import Hardware
 
 
 class _Knob(StrictModel):

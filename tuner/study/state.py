@@ -11,7 +11,7 @@ import optuna
 from optuna.trial import TrialState
 
 from tuner.study.config import StudyConfig
-from tuner.study.coordination.ledger import stored_result
+from tuner.study.coordination import stored_result
 from tuner.study.outcome import TrialResult, ranked
 
 

@@ -12,10 +12,10 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from pydantic import BaseModel
 
-from tuner.study.coordination.ledger import WORKER, ledger, rejected, starts_of, stored_result
+from tuner.study.coordination import WORKER, ledger, rejected, starts_of, stored_result
 from tuner.study.outcome import TrialResult
 from tuner.study.record import StudyRecord
-from tuner.study.repeats.remeasure_round import RoundStatus
+from tuner.study.repeats import RoundStatus
 
 
 class Running(BaseModel):

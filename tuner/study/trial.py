@@ -19,25 +19,18 @@ from typing import Any, cast
 
 from pydantic import SecretStr
 
-from tuner.core.errors import EndpointError, EngineCrashed, EngineHung, EngineStartError
-from tuner.engines.model_info import ModelInfo
-from tuner.engines.rules import broken_rules, rule_names
-from tuner.engines.spec import EngineSpec
-from tuner.host.disk_space import check_free, no_space, out_of_space
-from tuner.host.hardware import Hardware, cpu_list
-from tuner.launch.base import EngineHandle, Launcher, LaunchRequest
-from tuner.launch.classify import classify_log, port_taken
-from tuner.launch.gpus import GpuPool
-from tuner.loadgen.progress import Progress
-from tuner.loadgen.records import RequestRecord, write_records_csv
-from tuner.metrics.cost import money
-from tuner.metrics.run_summary import RunSummary
+from tuner.core import EndpointError, EngineCrashed, EngineHung, EngineStartError
+from tuner.engines import EngineSpec, ModelInfo, broken_rules, rule_names
+from tuner.host import Hardware, check_free, cpu_list, no_space, out_of_space
+from tuner.launch import EngineHandle, GpuPool, Launcher, LaunchRequest, classify_log, port_taken
+from tuner.loadgen import Progress, RequestRecord, write_records_csv
+from tuner.metrics import RunSummary, money
 from tuner.study.measurer import Measurer
 from tuner.study.outcome import FAILED_OUTCOMES, Outcome, Timing, TrialResult
 from tuner.study.quality_guard import QualityGuard
 from tuner.study.run_folder import RunFolder, trial_tag
 from tuner.study.space import SearchSpace
-from tuner.workload.models import Workload
+from tuner.workload import Workload
 
 log = logging.getLogger(__name__)
 

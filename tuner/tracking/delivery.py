@@ -19,7 +19,7 @@ import httpx
 from mlflow.entities import Metric, Run
 from mlflow.tracking import MlflowClient
 
-from tuner.study.outcome import TrialResult
+from tuner.study import TrialResult
 from tuner.tracking.outbox import StudyEnd
 
 FINISHED_STATES = ("FINISHED", "FAILED", "KILLED")

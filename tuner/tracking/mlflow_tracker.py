@@ -29,11 +29,9 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from tuner.core.errors import StudyError
-from tuner.core.settings import without_password
-from tuner.metrics.cost import money
-from tuner.study.outcome import TrialResult
-from tuner.study.run_folder import RunFolder
+from tuner.core import StudyError, without_password
+from tuner.metrics import money
+from tuner.study import RunFolder, TrialResult
 from tuner.tracking.delivery import (
     bound_client_retries,
     deliver_end,

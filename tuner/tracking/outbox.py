@@ -16,9 +16,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from tuner.core.settings import without_password
-from tuner.host.disk_space import write_atomic
-from tuner.study.outcome import TrialResult
+from tuner.core import without_password
+from tuner.host import write_atomic
+from tuner.study import TrialResult
 
 
 class Target(BaseModel):

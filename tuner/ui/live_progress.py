@@ -17,7 +17,7 @@ from rich.logging import RichHandler
 from rich.table import Table
 from rich.text import Text
 
-from tuner.loadgen.progress import RunProgress
+from tuner.loadgen import RunProgress
 from tuner.ui.run_counters import RunCounters
 
 

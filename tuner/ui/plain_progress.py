@@ -15,7 +15,7 @@ from types import TracebackType
 
 from rich.console import Console
 
-from tuner.loadgen.progress import RunProgress
+from tuner.loadgen import RunProgress
 from tuner.ui.run_counters import RunCounters
 
 EVERY_S = 15.0

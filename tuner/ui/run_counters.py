@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tuner.loadgen.records import RequestRecord
+from tuner.loadgen import RequestRecord
 
 
 class RunCounters:

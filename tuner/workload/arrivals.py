@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field
 
-from tuner.core.validation import StrictModel
+from tuner.core import StrictModel
 from tuner.workload.trace import NS, TraceArrivals
 
 __all__ = ["NS", "ArrivalProcess", "ConcurrencyArrivals", "ConstantArrivals", "GammaArrivals",

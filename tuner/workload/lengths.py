@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from tuner.core.validation import StrictModel
+from tuner.core import StrictModel
 from tuner.workload.paths import workload_file
 
 Tokens = Annotated[int, Field(ge=1, le=1_000_000)]

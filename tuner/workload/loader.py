@@ -6,8 +6,7 @@ import hashlib
 import logging
 from pathlib import Path
 
-from tuner.core.errors import ConfigError
-from tuner.core.validation import load_yaml, validate
+from tuner.core import ConfigError, load_yaml, validate
 from tuner.workload.models import Workload
 from tuner.workload.plausibility import implausible
 

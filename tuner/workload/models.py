@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from tuner.core.validation import StrictModel
+from tuner.core import StrictModel
 from tuner.workload.arrivals import ArrivalProcess, TraceArrivals
 from tuner.workload.lengths import LengthDist
 from tuner.workload.paths import beside_workload

@@ -14,7 +14,7 @@ import re
 import numpy as np
 from tokenizers import Tokenizer
 
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 
 _WORD = re.compile(r" [A-Za-z]{2,16}")
 

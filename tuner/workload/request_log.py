@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from tuner.core.errors import ConfigError
-from tuner.core.settings import hf_cache_dirs
+from tuner.core import ConfigError, hf_cache_dirs
 
 
 def given_tokenizer_file(given: Path) -> Path | None:

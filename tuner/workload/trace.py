@@ -29,8 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from tuner.core.validation import StrictModel
-from tuner.core.validation_errors import describe_validation_error
+from tuner.core import StrictModel, describe_validation_error
 from tuner.workload.paths import workload_file
 from tuner.workload.prefix_blocks import BlockLayout, prefix_reuse_ratio
 

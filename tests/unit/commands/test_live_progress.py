@@ -7,9 +7,8 @@ import io
 
 from rich.console import Console
 
-from tuner.loadgen.records import RequestRecord
-from tuner.ui.live_progress import RichProgress
-from tuner.ui.run_counters import RunCounters
+from tuner.loadgen import RequestRecord
+from tuner.ui import RichProgress, RunCounters
 
 
 def rec(warmup: bool = False, error: str | None = None) -> RequestRecord:

@@ -18,9 +18,9 @@ from tuner.commands.export import export_command
 from tuner.commands.status import status_command
 from tuner.commands.tune import tune_command
 from tuner.commands.worker import worker_command
-from tuner.core.settings import Settings
-from tuner.deploy.chosen import Sizing
-from tuner.study.config import StudyConfig
+from tuner.core import Settings
+from tuner.deploy import Sizing
+from tuner.study import StudyConfig
 
 pytestmark = pytest.mark.slow
 DATA = Path(__file__).resolve().parents[2] / "data"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tuner.commands.tune import warm_start_configs
-from tuner.core.errors import ConfigError
-from tuner.study.outcome import TrialResult
+from tuner.core import ConfigError
+from tuner.study import TrialResult
 
 
 def study_dir(tmp_path: Path, engine: str = "vllm") -> Path:

@@ -9,7 +9,7 @@ import numpy as np
 from rich.console import Console
 
 from tuner.commands.workload_fit import workload_fit_command
-from tuner.workload.loader import load_workload
+from tuner.workload import load_workload
 
 
 def tune(*args: str) -> subprocess.CompletedProcess[str]:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.unit.fakes.trials import trial
-from tuner.study.outcome import TrialResult
-from tuner.study.results.pareto import study_front
+from tuner.study import TrialResult
+from tuner.study.results import study_front
 
 MakeStudy = Callable[..., Path]
 

@@ -17,16 +17,13 @@ from kubernetes.client import models
 
 from tests.unit.deploy.conftest import MakeStudy
 from tuner.commands.export import export_command
-from tuner.core.errors import ConfigError
-from tuner.core.settings import Settings
+from tuner.core import ConfigError, Settings
 from tuner.deploy.chosen import Sizing
 from tuner.deploy.helm_values import CHART_WRITES
 from tuner.deploy.kserve import check_inference_service, check_runtime
 from tuner.deploy.schemas import HELM_VALUES, load_schema
-from tuner.engines.render import render
-from tuner.engines.spec import load_engine_spec
-from tuner.launch.base import LaunchRequest
-from tuner.launch.docker import container_spec
+from tuner.engines import load_engine_spec, render
+from tuner.launch import LaunchRequest, container_spec
 
 HF_ID = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -113,7 +110,7 @@ def pairs(argv: list[str]) -> dict[str, list[str]]:
 
 
 def read_config(folder: Path, number: int) -> dict[str, Any]:
-    from tuner.study.outcome import TrialResult
+    from tuner.study import TrialResult
 
     path = folder / "trials" / f"trial-{number:03d}.json"
     return TrialResult.model_validate_json(path.read_text()).config

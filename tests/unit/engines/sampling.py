@@ -7,8 +7,8 @@ from typing import Any
 import optuna
 
 from tuner.engines.model_info import ModelInfo
-from tuner.host.hardware import Hardware
-from tuner.study.space import load_search_space
+from tuner.host import Hardware
+from tuner.study import load_search_space
 
 
 def sample_configs(engine: str, hw: Hardware, model: ModelInfo, *, n: int, seed: int

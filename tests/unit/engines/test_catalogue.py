@@ -14,8 +14,8 @@ from tuner.engines.model_info import ModelInfo
 from tuner.engines.render import render
 from tuner.engines.rules import broken_rules, rule_names
 from tuner.engines.spec import engine_names, load_engine_spec
-from tuner.host.hardware import Gpu, Hardware
-from tuner.study.space import load_search_space
+from tuner.host import Gpu, Hardware
+from tuner.study import load_search_space
 
 from .sampling import sample_configs
 

@@ -15,9 +15,9 @@ from tuner.engines.model_info import ModelInfo
 from tuner.engines.render import Rendered, render
 from tuner.engines.rules import broken_rules, rule_names
 from tuner.engines.spec import Mode, load_engine_spec
-from tuner.host.hardware import Gpu, Hardware
-from tuner.loadgen.runner import MAX_POOL
-from tuner.workload.arrivals import ConcurrencyArrivals
+from tuner.host import Gpu, Hardware
+from tuner.loadgen import MAX_POOL
+from tuner.workload import ConcurrencyArrivals
 
 from .sampling import sample_configs
 from .test_catalogue import HELP

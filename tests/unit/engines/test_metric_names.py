@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.loadgen.scraper import COUNTERS, GAUGES
+from tuner.loadgen import COUNTERS, GAUGES
 
 HELP = Path(__file__).resolve().parents[3] / "engines" / "help"
 # engine: (its metric names' prefix, the saved list of the pinned version's metrics)

@@ -4,11 +4,11 @@ import pytest
 from tuner.engines.model_info import ModelInfo
 from tuner.engines.rules import broken_rules, rule_names
 from tuner.engines.spec import load_engine_spec
-from tuner.host.hardware import Gpu, Hardware
-from tuner.launch.classify import classify_log
-from tuner.loadgen.client import ServerCaps, request_body
-from tuner.study.space import CategoricalKnob, load_search_space
-from tuner.workload.plan import PlannedRequest
+from tuner.host import Gpu, Hardware
+from tuner.launch import classify_log
+from tuner.loadgen import ServerCaps, request_body
+from tuner.study import CategoricalKnob, load_search_space
+from tuner.workload import PlannedRequest
 
 SPEC = load_engine_spec("vllm")
 MODEL = ModelInfo(path="/m", architecture=None, attention_heads=12, kv_heads=4,

@@ -9,8 +9,8 @@ import pytest
 
 from tuner.engines.model_info import load_model_info
 from tuner.engines.spec import load_engine_spec
-from tuner.host.hardware import Gpu, Hardware
-from tuner.study.space import load_search_space
+from tuner.host import Gpu, Hardware
+from tuner.study import load_search_space
 
 # The attention fields of the models' config.json files (Hugging Face hub).
 CONFIGS = {

@@ -12,8 +12,8 @@ import pytest
 from tuner.engines.model_info import ModelInfo
 from tuner.engines.render import render
 from tuner.engines.spec import Mode, load_engine_spec
-from tuner.host.hardware import Gpu, Hardware
-from tuner.study.space import CategoricalKnob, load_search_space
+from tuner.host import Gpu, Hardware
+from tuner.study import CategoricalKnob, load_search_space
 
 from .sampling import sample_configs
 

@@ -12,14 +12,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tests.unit.fakes.summaries import fake_summary
-from tuner.core.errors import EndpointError, EngineCrashed, EngineStartError
-from tuner.engines.render import Rendered
-from tuner.launch.base import EngineHandle, LaunchRequest
-from tuner.loadgen.records import RequestRecord
-from tuner.measurement.capacity import CapacityResult, estimate
-from tuner.measurement.greedy_probe import PROMPTS
-from tuner.metrics.run_summary import RunSummary
-from tuner.metrics.token_agreement import GreedyAnswer
+from tuner.core import EndpointError, EngineCrashed, EngineStartError
+from tuner.engines import Rendered
+from tuner.launch import EngineHandle, LaunchRequest
+from tuner.loadgen import RequestRecord
+from tuner.measurement import PROMPTS, CapacityResult, estimate
+from tuner.metrics import GreedyAnswer, RunSummary
 
 Behaviour = Literal["serve", "refuse_start", "exit_before_ready", "oom_at_start",
                     "crash_under_load", "probe_fails", "slo_infeasible", "measure_raises"]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from tuner.metrics.figures import dist_ms
-from tuner.metrics.run_summary import RunSummary, SloVerdict
+from tuner.metrics import RunSummary, SloVerdict, dist_ms
 
 
 def fake_summary(load: float, passed: bool) -> RunSummary:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.unit.fakes.summaries import fake_summary
-from tuner.metrics.figures import Dist
-from tuner.study.outcome import Timing, TrialResult
+from tuner.metrics import Dist
+from tuner.study import Timing, TrialResult
 
 
 def dist(p95: float | None) -> Dist:

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from tuner.engines.spec import EngineSpec, load_engine_spec
+from tuner.engines import EngineSpec, load_engine_spec
 from tuner.launch.base import LaunchRequest
 from tuner.launch.docker import (
     container_spec,

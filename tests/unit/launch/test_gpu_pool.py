@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.core.errors import TunerError
+from tuner.core import TunerError
 from tuner.launch.gpus import LOCK_DIR, GpuPool
 
 

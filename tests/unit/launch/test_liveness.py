@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tuner.core.errors import EngineHung
-from tuner.engines.render import Rendered
+from tuner.core import EngineHung
+from tuner.engines import Rendered
 from tuner.launch.base import EngineHandle
 from tuner.launch.liveness import unless_hung
 

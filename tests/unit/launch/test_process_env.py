@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuner.engines.render import Rendered, render
-from tuner.engines.spec import load_engine_spec
+from tuner.engines import Rendered, load_engine_spec, render
 from tuner.launch.base import LaunchRequest
 from tuner.launch.isolation import ephemeral_range, free_port, launch_values
 from tuner.launch.process import ProcessLauncher, engine_env

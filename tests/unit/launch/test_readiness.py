@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tuner.core.errors import EngineStartError
-from tuner.engines.render import Rendered
-from tuner.engines.spec import load_engine_spec
+from tuner.core import EngineStartError
+from tuner.engines import Rendered, load_engine_spec
 from tuner.launch.base import EngineHandle
 from tuner.launch.readiness import wait_ready
 

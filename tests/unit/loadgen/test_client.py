@@ -7,7 +7,7 @@ import pytest
 
 from tuner.loadgen.client import ServerCaps, StreamClient
 from tuner.loadgen.records import RequestRecord
-from tuner.workload.plan import PlannedRequest
+from tuner.workload import PlannedRequest
 
 REQ = PlannedRequest(0, "chat", None, 10, 4, "hello")
 

@@ -14,7 +14,7 @@ import pytest
 
 from tuner.loadgen.client import MAX_EVENT_BYTES, Reading, ServerCaps, StreamClient
 from tuner.loadgen.records import RequestRecord
-from tuner.workload.plan import PlannedRequest
+from tuner.workload import PlannedRequest
 
 REQ = PlannedRequest(0, "c", None, 8, 8, "hello")
 

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from tuner.loadgen.client import ServerCaps, StreamClient
 from tuner.loadgen.records import RequestRecord
-from tuner.workload.plan import PlannedRequest
+from tuner.workload import PlannedRequest
 
 Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 REQ = PlannedRequest(0, "c", None, 10, 2, "hello")

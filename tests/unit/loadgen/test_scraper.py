@@ -37,7 +37,7 @@ def test_counters_are_differences_and_gauges_mean_and_max() -> None:
 
 
 def test_small_shares_keep_their_digits() -> None:
-    from tuner.report.bench_tables import count, share
+    from tuner.report import count, share
 
     assert share(0.0001) == "0.01%"
     assert share(0.00123) == "0.12%"

@@ -9,9 +9,7 @@ from tuner.loadgen import event_loop
 from tuner.loadgen.client import ServerCaps
 from tuner.loadgen.runner import Runner
 from tuner.loadgen.workers import workers_for
-from tuner.workload.models import Workload
-from tuner.workload.plan import RequestFactory, is_warmup, send_offsets_ns
-from tuner.workload.prompts import PromptSynth
+from tuner.workload import PromptSynth, RequestFactory, Workload, is_warmup, send_offsets_ns
 
 
 def workload() -> Workload:

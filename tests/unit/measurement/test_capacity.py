@@ -4,8 +4,8 @@ import pytest
 
 from tests.unit.fakes.summaries import fake_summary
 from tuner.measurement.capacity import find_capacity
-from tuner.metrics.run_summary import RunSummary
-from tuner.workload.models import CapacitySearch
+from tuner.metrics import RunSummary
+from tuner.workload import CapacitySearch
 
 
 def stepper(capacity: float):  # type: ignore[no-untyped-def]

@@ -6,7 +6,7 @@ import pytest
 
 from tests.unit.fakes.summaries import fake_summary
 from tuner.measurement.capacity import estimate
-from tuner.metrics.run_summary import RunSummary, SloCheck, SloVerdict
+from tuner.metrics import RunSummary, SloCheck, SloVerdict
 
 
 def step(load: float, ttft_p95: float, itl_p95: float, *, bound_ttft: float = 500,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tuner.loadgen.records import RequestRecord
+from tuner.loadgen import RequestRecord
 from tuner.measurement.early_stop import SloGuard
 
 MS = 1_000_000

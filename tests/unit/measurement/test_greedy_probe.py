@@ -9,7 +9,7 @@ import httpx
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-from tuner.core.errors import EndpointError
+from tuner.core import EndpointError
 from tuner.loadgen import event_loop
 from tuner.measurement.greedy_probe import greedy_answers, greedy_body, parse_answer
 

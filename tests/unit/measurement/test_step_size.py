@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tuner.loadgen.client import ServerCaps
+from tuner.loadgen import ServerCaps
 from tuner.measurement.bench_session import Bench
-from tuner.workload.models import Workload
+from tuner.workload import Workload
 
 
 def bench(**capacity: Any) -> Bench:

@@ -6,9 +6,8 @@ import pytest
 
 from tests.unit.fakes.summaries import fake_summary
 from tuner.measurement.warmup import WarmupRound, settled, warm_up
-from tuner.metrics.figures import dist_ms
-from tuner.metrics.run_summary import RunSummary
-from tuner.workload.models import EngineWarmup
+from tuner.metrics import RunSummary, dist_ms
+from tuner.workload import EngineWarmup
 
 
 def rounds(*medians: tuple[float, float]) -> list[WarmupRound]:

@@ -1,13 +1,11 @@
 import numpy as np
 import pytest
 
-from tuner.loadgen.client import ServerCaps
-from tuner.loadgen.records import RequestRecord, read_records_csv, write_records_csv
-from tuner.loadgen.runner import RunOutcome
+from tuner.loadgen import RequestRecord, RunOutcome, ServerCaps, read_records_csv, write_records_csv
 from tuner.metrics.cost import cost_per_million
 from tuner.metrics.figures import dist_ms
 from tuner.metrics.run_summary import summarise
-from tuner.workload.models import Workload
+from tuner.workload import Workload
 
 MS = 1_000_000
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuner.loadgen.records import RequestRecord
+from tuner.loadgen import RequestRecord
 from tuner.metrics.keep_up import keep_up
 
 S = 1_000_000_000

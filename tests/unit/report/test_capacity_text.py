@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from tests.unit.fakes.summaries import fake_summary
-from tuner.measurement.capacity import CapacityEstimate, CapacityResult
+from tuner.measurement import CapacityEstimate, CapacityResult
 from tuner.report.capacity_text import capacity_headline, stop_reason
-from tuner.workload.models import CapacitySearch
+from tuner.workload import CapacitySearch
 
 
 def result(stopped_by: str, *, high: float | None) -> CapacityResult:
@@ -50,7 +50,7 @@ def test_nothing_passed() -> None:
 
 
 def test_server_cache_hits_the_run_does_not_explain_are_warned() -> None:
-    from tuner.loadgen.scraper import ServerMetrics
+    from tuner.loadgen import ServerMetrics
     from tuner.report.bench_tables import prefix_cache_warning
 
     def run(hit: float, own: float):  # type: ignore[no-untyped-def]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tuner.loadgen.records import RequestRecord, write_records_csv
+from tuner.loadgen import RequestRecord, write_records_csv
 from tuner.report.comparison import (
     Comparison,
     TrialPoint,
@@ -16,8 +16,8 @@ from tuner.report.comparison import (
 )
 from tuner.report.document import html_page, markdown
 from tuner.report.plots import all_plots, pareto
-from tuner.study.outcome import TrialResult
-from tuner.study.repeats.remeasure import MeasuredRun
+from tuner.study import TrialResult
+from tuner.study.repeats import MeasuredRun
 
 MS = 1_000_000
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tuner.metrics.bootstrap import Interval
+from tuner.metrics import Interval
 from tuner.report.study_report import study_verdict
-from tuner.study.outcome import Timing, TrialResult
-from tuner.study.repeats.remeasure import Remeasured, RemeasureOutcome
+from tuner.study import Timing, TrialResult
+from tuner.study.repeats import Remeasured, RemeasureOutcome
 
 
 def remeasured(trial: int, defaults: bool, cost: float | None, failures: list[str]
@@ -66,7 +66,7 @@ def test_defaults_that_met_the_slos_at_no_load_make_the_saving_a_lower_bound() -
 
 
 def test_a_gain_below_the_noise_floor_is_not_called_resolved() -> None:
-    from tuner.study.results.summary import noise_floor
+    from tuner.study.results import noise_floor
 
     defaults = trial(0, True, 1.0).model_copy(update={"costs": [0.95, 1.05]})
     d = remeasured(0, True, 1.0, []).model_copy(
@@ -85,8 +85,8 @@ def test_a_gain_below_the_noise_floor_is_not_called_resolved() -> None:
 
 
 def test_a_capacity_known_only_between_two_steps_sets_the_noise_floor() -> None:
-    from tuner.measurement.capacity import CapacityEstimate, CapacityResult
-    from tuner.study.results.summary import noise_floor
+    from tuner.measurement import CapacityEstimate, CapacityResult
+    from tuner.study.results import noise_floor
 
     def searched(interpolated: bool) -> TrialResult:
         estimate = CapacityEstimate(load=112, low=112, high=128, binding="throughput",
@@ -109,9 +109,9 @@ def test_a_capacity_known_only_between_two_steps_sets_the_noise_floor() -> None:
 
 def test_a_fresh_start_of_the_defaults_known_only_between_two_steps_sets_the_noise_floor(
         ) -> None:
-    from tuner.measurement.capacity import CapacityEstimate, CapacityResult
-    from tuner.study.repeats.remeasure import run_of, summarise_candidate
-    from tuner.study.results.summary import noise_floor
+    from tuner.measurement import CapacityEstimate, CapacityResult
+    from tuner.study.repeats import run_of, summarise_candidate
+    from tuner.study.results import noise_floor
 
     def start(high: float, interpolated: bool) -> TrialResult:
         estimate = CapacityEstimate(load=112, low=112, high=high, binding="ttft_p95_ms",
@@ -133,7 +133,7 @@ def test_a_fresh_start_of_the_defaults_known_only_between_two_steps_sets_the_noi
 
 
 def test_a_cheaper_candidate_whose_slos_did_not_hold_does_not_win() -> None:
-    from tuner.study.repeats.remeasure import pick_winner
+    from tuner.study.repeats import pick_winner
 
     held = remeasured(0, True, 0.0126, []).model_copy(update={"runs": 2, "slo_passed_runs": 2})
     lost = remeasured(11, False, 0.0121, []).model_copy(update={"runs": 2, "slo_passed_runs": 1})

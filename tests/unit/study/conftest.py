@@ -9,11 +9,10 @@ from typing import Any
 import pytest
 
 from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
-from tuner.engines.model_info import ModelInfo
-from tuner.engines.spec import load_engine_spec
-from tuner.host.hardware import Hardware
-from tuner.launch.gpus import GpuPool
-from tuner.loadgen.progress import NULL_PROGRESS
+from tuner.engines import ModelInfo, load_engine_spec
+from tuner.host import Hardware
+from tuner.launch import GpuPool
+from tuner.loadgen import NULL_PROGRESS
 from tuner.study.coordination.shared_study import storage_for
 from tuner.study.outcome import TrialResult
 from tuner.study.repeats.remeasure import RemeasureOutcome
@@ -21,7 +20,7 @@ from tuner.study.repeats.remeasure_loop import take_units
 from tuner.study.repeats.remeasure_round import assemble, open_round, plan_for
 from tuner.study.space import load_search_space
 from tuner.study.trial import TrialContext
-from tuner.workload.loader import load_workload
+from tuner.workload import load_workload
 
 REPO = Path(__file__).resolve().parents[3]
 CPU = Hardware(device="cpu", cpu_model="x", cpu_cores=8, memory_gib=32, numa_nodes=1, gpus=[])

@@ -15,11 +15,11 @@ from optuna.trial import TrialState
 
 from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
 from tests.unit.study.conftest import SMOKE, MakeContext
-from tuner.core.errors import OutOfSpace
+from tuner.core import OutOfSpace
 from tuner.host import disk_space
-from tuner.launch.base import EngineHandle
-from tuner.loadgen.records import RequestRecord
-from tuner.measurement.capacity import CapacityResult
+from tuner.launch import EngineHandle
+from tuner.loadgen import RequestRecord
+from tuner.measurement import CapacityResult
 from tuner.study import loop as study_module
 from tuner.study.config import StudyConfig
 from tuner.study.coordination.ledger import ledger

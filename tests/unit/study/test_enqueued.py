@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tests.unit.study.conftest import CPU, MODEL
-from tuner.core.errors import ConfigError
-from tuner.engines.spec import load_engine_spec
+from tuner.core import ConfigError
+from tuner.engines import load_engine_spec
 from tuner.study.enqueued import check_enqueued
 from tuner.study.space import load_search_space
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from tuner.metrics.bootstrap import Interval
-from tuner.report.study_report import final_table
+from tuner.metrics import Interval
+from tuner.report import final_table
 from tuner.study.repeats.remeasure import Remeasured, RemeasureOutcome
 from tuner.study.results.summary import StudySummary
 

@@ -9,9 +9,9 @@ import pytest
 
 from tests.unit.fakes.launcher import FakeHandle, FakeLauncher, FakeMeasurer, records, summary
 from tests.unit.study.conftest import SMOKE, MakeContext
-from tuner.launch.base import EngineHandle
-from tuner.loadgen.records import RequestRecord
-from tuner.measurement.capacity import CapacityResult, estimate
+from tuner.launch import EngineHandle
+from tuner.loadgen import RequestRecord
+from tuner.measurement import CapacityResult, estimate
 from tuner.study import loop as study_module
 from tuner.study.config import StudyConfig
 from tuner.study.coordination.joining import open_shared

@@ -8,15 +8,14 @@ from pathlib import Path
 
 from tests.unit.fakes.launcher import FakeLauncher
 from tests.unit.study.conftest import SMOKE, MakeContext
-from tuner.loadgen.progress import NullProgress
+from tuner.loadgen import NullProgress
 from tuner.study.config import StudyConfig
 from tuner.study.coordination.joining import open_shared
 from tuner.study.coordination.spend import study_spend
 from tuner.study.loop import run_search
 from tuner.study.state import StudyProgress
 from tuner.study.tracker import NullTracker
-from tuner.workload.loader import load_workload
-from tuner.workload.models import Cost, Workload
+from tuner.workload import Cost, Workload, load_workload
 
 
 class Recorded(NullProgress):

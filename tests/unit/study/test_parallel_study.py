@@ -11,8 +11,8 @@ import pytest
 
 from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
 from tests.unit.study.conftest import SMOKE, MakeContext
-from tuner.host.hardware import Gpu, Hardware
-from tuner.launch.base import EngineHandle
+from tuner.host import Gpu, Hardware
+from tuner.launch import EngineHandle
 from tuner.study.config import StudyConfig
 from tuner.study.loop import run_search
 from tuner.study.state import StudyProgress

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.fakes.trials import trial
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 from tuner.study.results.pareto import study_front
 from tuner.study.results.pick import choose, parse_pick
 

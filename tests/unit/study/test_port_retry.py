@@ -7,9 +7,8 @@ import pytest
 
 from tests.unit.fakes.launcher import FakeHandle, FakeLauncher, FakeMeasurer
 from tests.unit.study.conftest import MakeContext
-from tuner.core.errors import EngineStartError
-from tuner.launch.base import EngineHandle
-from tuner.launch.classify import port_taken
+from tuner.core import EngineStartError
+from tuner.launch import EngineHandle, port_taken
 from tuner.study.trial import run_trial
 
 TAKEN = ("ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 41237): "

@@ -22,7 +22,7 @@ from tuner.study.quality_guard import REFERENCE_ATTR, QualityGuard
 from tuner.study.state import StudyProgress
 from tuner.study.tracker import NullTracker
 from tuner.study.trial import TrialContext, constraint_values, run_trial
-from tuner.workload.models import QualityCheck
+from tuner.workload import QualityCheck
 
 Q4 = {"quantization": "Q4_0", "max_batched_tokens": 512, "micro_batch_size": 256,
       "flash_attn": False, "max_model_len": 2048, "max_batch_size": 1, "kv_cache_dtype": "f16"}

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.unit.fakes.summaries import fake_summary
-from tuner.loadgen.records import RequestRecord, write_records_csv
-from tuner.measurement.capacity import CapacityEstimate, CapacityResult
-from tuner.metrics.cost import cost_per_million
+from tuner.loadgen import RequestRecord, write_records_csv
+from tuner.measurement import CapacityEstimate, CapacityResult
+from tuner.metrics import cost_per_million
 from tuner.study.outcome import TrialResult
 from tuner.study.repeats.remeasure import cost_of, met_slos, run_of
 

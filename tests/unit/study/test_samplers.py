@@ -8,8 +8,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from tuner.core.errors import ConfigError
-from tuner.core.validation import validate
+from tuner.core import ConfigError, validate
 from tuner.study import samplers
 from tuner.study.config import StudyConfig
 from tuner.study.samplers import check_runnable, make_sampler

@@ -7,7 +7,7 @@ import pytest
 from tests.unit.fakes.trials import trial
 from tuner.study.coordination.spend import spend_line, spend_of, to_finish, trial_usd
 from tuner.study.outcome import Timing
-from tuner.workload.models import Cost
+from tuner.workload import Cost
 
 PRICE = Cost(usd_per_hour=3.0)
 

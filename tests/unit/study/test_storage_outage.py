@@ -19,7 +19,7 @@ from optuna.storages import RDBStorage, _CachedStorage
 from optuna.trial import TrialState
 from sqlalchemy import exc as sa
 
-from tuner.core.errors import StudyError
+from tuner.core import StudyError
 from tuner.study.coordination import storage_outage
 from tuner.study.coordination.storage_outage import RetryingStorage, unreachable, without_waiting
 

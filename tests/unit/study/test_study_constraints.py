@@ -1,6 +1,6 @@
 from tests.unit.fakes.summaries import fake_summary
-from tuner.measurement.capacity import CapacityResult
-from tuner.metrics.figures import dist_ms
+from tuner.measurement import CapacityResult
+from tuner.metrics import dist_ms
 from tuner.study.outcome import TrialResult
 from tuner.study.trial import constraint_values
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.unit.fakes.trials import trial
-from tuner.core.errors import ConfigError
-from tuner.host.hardware import Hardware
+from tuner.core import ConfigError
+from tuner.host import Hardware
 from tuner.study.results.pareto import study_front
 from tuner.study.results.study_folder import read_study_folder, write_host
 from tuner.study.run_folder import RunFolder

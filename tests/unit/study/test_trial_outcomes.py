@@ -10,7 +10,7 @@ import pytest
 
 from tests.unit.fakes.launcher import Behaviour, FakeLauncher, FakeMeasurer
 from tests.unit.study.conftest import MakeContext, remeasure_here
-from tuner.host.hardware import Gpu, Hardware
+from tuner.host import Gpu, Hardware
 from tuner.study.repeats.remeasure import pick_candidates
 from tuner.study.trial import run_trial
 

@@ -12,9 +12,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from tuner.commands.conclusion import lossy_unchecked
-from tuner.engines.spec import load_engine_spec
-from tuner.metrics.token_agreement import Agreement, QualityVerdict
-from tuner.study.outcome import TrialResult
+from tuner.engines import load_engine_spec
+from tuner.metrics import Agreement, QualityVerdict
+from tuner.study import TrialResult
 from tuner.tracking.mlflow_tracker import MlflowTracker, trial_run_name
 from tuner.tracking.runs_view import (
     KIND_TAG,

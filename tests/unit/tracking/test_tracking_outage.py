@@ -13,9 +13,8 @@ import pytest
 from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
-from tuner.core.errors import StudyError
-from tuner.study.outcome import TrialResult
-from tuner.study.run_folder import RunFolder
+from tuner.core import StudyError
+from tuner.study import RunFolder, TrialResult
 from tuner.tracking import mlflow_tracker
 from tuner.tracking.delivery import reachable
 from tuner.tracking.mlflow_tracker import MlflowTracker, deliver_kept

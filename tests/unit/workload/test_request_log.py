@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 from tuner.workload.request_log import read_request_log
 
 

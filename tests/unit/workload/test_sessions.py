@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from tuner.core.errors import ConfigError
-from tuner.core.validation import validate
+from tuner.core import ConfigError, validate
 from tuner.workload.models import Workload
 from tuner.workload.plan import RequestFactory, open_loop_plan, send_offsets_ns, session_turns
 from tuner.workload.prompts import PromptSynth

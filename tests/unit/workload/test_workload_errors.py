@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 from tuner.workload.loader import load_workload
 
 GOOD = """

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import optuna
 
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 from tuner.study.config import StudyConfig
 from tuner.study.coordination.shared_study import (
     adopt,

@@ -36,7 +36,7 @@ from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from tuner.core.errors import ConfigError, StudyError
+from tuner.core import ConfigError, StudyError
 from tuner.study.coordination.optuna_internals import BaseHeartbeat, CachedStorage
 from tuner.study.coordination.storage_outage import GRACE_BEATS, RetryingStorage
 from tuner.study.record import RECORD_ATTR, StudyRecord, parse_record

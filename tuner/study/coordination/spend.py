@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import optuna
 from optuna.trial import TrialState
 
-from tuner.metrics.cost import money
+from tuner.metrics import money
 from tuner.study.coordination.ledger import stored_result
 from tuner.study.outcome import TrialResult
-from tuner.workload.models import Cost
+from tuner.workload import Cost
 
 
 def engine_seconds(r: TrialResult) -> float:

@@ -40,7 +40,7 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import exc as sa
 
-from tuner.core.errors import StudyError
+from tuner.core import StudyError
 from tuner.study.coordination.optuna_internals import BaseHeartbeat, FrozenStudy
 from tuner.study.coordination.silent_trials import never_beat
 

@@ -1,0 +1,21 @@
+"""The face of tuner.study.repeats: what other packages use of it; the rest is private."""
+
+from tuner.study.repeats.remeasure import (
+    Candidate,
+    MeasuredRun,
+    Remeasured,
+    RemeasureOutcome,
+    measure_interleaved,
+    pick_winner,
+    run_of,
+    summarise_candidate,
+    unresolved_step,
+)
+from tuner.study.repeats.remeasure_loop import Remeasurement, remeasure_study
+from tuner.study.repeats.remeasure_round import LOST, UNIT, RoundStatus, status_of_round
+
+__all__ = [
+    "Candidate", "LOST", "MeasuredRun", "RemeasureOutcome", "Remeasured", "Remeasurement",
+    "RoundStatus", "UNIT", "measure_interleaved", "pick_winner", "remeasure_study", "run_of",
+    "status_of_round", "summarise_candidate", "unresolved_step",
+]

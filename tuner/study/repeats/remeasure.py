@@ -23,18 +23,19 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from tuner.loadgen.records import RequestRecord, read_records_csv
-from tuner.measurement.capacity import CapacityEstimate
-from tuner.metrics.bootstrap import (
+from tuner.loadgen import RequestRecord, read_records_csv
+from tuner.measurement import CapacityEstimate
+from tuner.metrics import (
     Interval,
+    RunSummary,
     RunTokens,
     cost_samples,
     interval,
+    measured,
     point_cost,
     ratio_interval,
+    window_ns,
 )
-from tuner.metrics.figures import measured, window_ns
-from tuner.metrics.run_summary import RunSummary
 from tuner.study.outcome import Timing, TrialResult, defaults_trial, ranked
 from tuner.study.run_folder import remeasure_tag
 from tuner.study.trial import TrialContext, run_trial

@@ -17,10 +17,10 @@ import optuna
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState
 
-from tuner.loadgen.progress import Progress
+from tuner.loadgen import Progress
 from tuner.study.config import StudyConfig
-from tuner.study.coordination.ledger import WORKER
-from tuner.study.coordination.shared_study import (
+from tuner.study.coordination import (
+    WORKER,
     beating,
     fail_stale,
     return_to_queue,

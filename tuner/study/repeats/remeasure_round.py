@@ -32,11 +32,9 @@ from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 from pydantic import BaseModel
 
-from tuner.core.errors import StudyError
-from tuner.core.validation import StrictModel
-from tuner.metrics.bootstrap import RunTokens
-from tuner.study.coordination.ledger import WORKER
-from tuner.study.coordination.shared_study import READY_ATTR, READY_WAIT_S, claim, take_queued
+from tuner.core import StrictModel, StudyError
+from tuner.metrics import RunTokens
+from tuner.study.coordination import READY_ATTR, READY_WAIT_S, WORKER, claim, take_queued
 from tuner.study.outcome import Timing, TrialResult
 from tuner.study.record import StudyRecord
 from tuner.study.repeats.remeasure import (

@@ -7,8 +7,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from tuner.core.errors import ConfigError
-from tuner.metrics.cost import money
+from tuner.core import ConfigError
+from tuner.metrics import money
 from tuner.study.results.pareto import TradeOff
 
 BOUNDED = ("ttft_p95_ms", "itl_p95_ms")

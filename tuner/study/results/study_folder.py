@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tuner.core.errors import ConfigError
-from tuner.host.hardware import Hardware
+from tuner.core import ConfigError
+from tuner.host import Hardware
 from tuner.study.outcome import TrialResult
 from tuner.study.results.pareto import TradeOff, pareto_front, tradeoff_points
 from tuner.study.run_folder import HOST, RunFolder

@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tuner.metrics.bootstrap import Interval
+from tuner.metrics import Interval
 from tuner.study.outcome import TrialResult
-from tuner.study.repeats.remeasure import Remeasured, RemeasureOutcome, unresolved_step
+from tuner.study.repeats import Remeasured, RemeasureOutcome, unresolved_step
 from tuner.study.results.pareto import TradeOff
 
 
