@@ -8,6 +8,7 @@ its modules are the CLI's verbs, which tuner/cli.py imports one at a time."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.util
 from collections.abc import Iterator
@@ -47,7 +48,13 @@ def may_reach_inside(path: Path, face: str) -> bool:
     return path.is_relative_to(REPO / "tests" / "unit" / top)
 
 
-def imports(path: Path) -> Iterator[tuple[int, str, list[str]]]:
+@functools.cache
+def imports(path: Path) -> tuple[tuple[int, str, list[str]], ...]:
+    """``path``'s imports, read once per session (the files do not change under the tests)."""
+    return tuple(_imports(path))
+
+
+def _imports(path: Path) -> Iterator[tuple[int, str, list[str]]]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             yield node.lineno, node.module, [a.name for a in node.names]
@@ -66,6 +73,7 @@ def test_a_face_exports_what_it_names(face: str) -> None:
     assert missing == [], f"{face} names {missing} in __all__ but has no such member"
 
 
+@functools.cache
 def used_outside() -> dict[str, set[str]]:
     used: dict[str, set[str]] = {face: set() for face in FACES}
     for path in SOURCES:
