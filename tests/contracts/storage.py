@@ -12,7 +12,6 @@ which is not installed.)
 
 from __future__ import annotations
 
-import pytest
 from optuna.storages import BaseStorage, RDBStorage
 from optuna.testing.pytest_storages import StorageTestCase
 
@@ -20,13 +19,6 @@ from tuner.study.coordination import CachedStorage, RetryingStorage, storage_for
 
 HEARTBEAT_S = 60
 """A shared study's storage beats; no test here waits for a beat."""
-
-PICKLE_REASON = (
-    "RetryingStorage cannot be pickled: it holds a threading.Lock (_lock) and a threading.local "
-    "(_once) and has no __getstate__ (TypeError: cannot pickle '_thread.lock' object), so "
-    "neither can an optuna.Study on it; Optuna's _CachedStorage and Study drop theirs in "
-    "__getstate__ and make new ones in __setstate__")
-
 
 def open_storage(url: str) -> RetryingStorage:
     storage = storage_for(url, HEARTBEAT_S)
@@ -48,6 +40,4 @@ class RetryingStorageContract(StorageTestCase):
     """Optuna's storage cases, with the one RetryingStorage fails marked (strict: it is
     noticed when fixed)."""
 
-    @pytest.mark.xfail(reason=PICKLE_REASON, raises=TypeError, strict=True)
-    def test_pickle_storage(self, storage: BaseStorage) -> None:
-        super().test_pickle_storage(storage)
+    """Optuna's storage cases, as they are."""

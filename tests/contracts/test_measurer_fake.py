@@ -13,7 +13,6 @@ import pytest
 
 from tests.contracts.measurer import Engine, MeasurerCase, MeasurerContract
 from tests.unit.fakes.launcher import Behaviour, FakeHandle, FakeLauncher, FakeMeasurer
-from tuner.core import EngineCrashed
 from tuner.engines import load_engine_spec
 from tuner.launch import EngineHandle, LaunchRequest
 from tuner.study import Measurer
@@ -54,11 +53,4 @@ def measurer_case(tmp_path: Path) -> Iterator[MeasurerCase]:
 
 
 class TestFakeMeasurer(MeasurerContract):
-    @pytest.mark.xfail(strict=True, raises=EngineCrashed, reason=(
-        "FakeMeasurer.greedy raises EngineCrashed for an engine that is gone (behaviour "
-        "crash_under_load), where the contract and HttpMeasurer raise EndpointError: with the "
-        "fake, a reference recording on a dead engine fails the trial as crashed_during_load; "
-        "with the real measurer the quality guard logs it and the trial goes on"))
-    def test_greedy_on_an_engine_that_died_is_an_endpoint_error(
-            self, measurer_case: MeasurerCase) -> None:
-        super().test_greedy_on_an_engine_that_died_is_an_endpoint_error(measurer_case)
+    """FakeMeasurer on FakeLauncher handles."""

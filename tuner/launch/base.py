@@ -1,8 +1,8 @@
 """The launcher seam: start an engine, tell whether it lives, read its log, stop it.
 
-Contract (one suite checks it, ``tests/launcher_contract.py``: run against the fake
-launcher by ``tests/unit/launch/test_launcher_contract.py``, against the process and
-Docker launchers by ``tests/integration/test_launcher_contract.py``):
+Contract (one suite checks it, ``tests/contracts/launcher.py``: run against the fake and
+process launchers by ``tests/contracts/test_launcher_fake_process.py``, against the Docker
+launcher by ``tests/contracts/test_launcher_docker.py``):
 
 - ``start(request)`` returns an :class:`EngineHandle` at once; it does not wait
   for readiness (``tuner.launch.readiness.wait_ready`` does, watching the handle).

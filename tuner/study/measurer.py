@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from tuner.core import EngineCrashed
+from tuner.core import EndpointError, EngineCrashed
 from tuner.engines import EngineSpec
 from tuner.launch import EngineHandle, unless_hung, wait_ready
 from tuner.loadgen import NULL_PROGRESS, Progress, RequestRecord, run_loop
@@ -71,7 +71,11 @@ class HttpMeasurer:
     def capacity(self, handle: EngineHandle, accelerators: int
                  ) -> tuple[CapacityResult, list[RequestRecord]]:
         async def go() -> tuple[CapacityResult, list[RequestRecord]]:
-            bench = await self._bench(handle, accelerators)
+            try:
+                bench = await self._bench(handle, accelerators)
+            except EndpointError:  # an engine gone since it was ready crashed; else bad input
+                alive(handle)()
+                raise
             try:
                 found = await unless_hung(bench.capacity(before_step=alive(handle)), handle,
                                           self.spec.readiness.health_path,

@@ -166,6 +166,8 @@ class FakeMeasurer:
     def greedy(self, handle: EngineHandle, max_tokens: int) -> list[GreedyAnswer]:
         assert isinstance(handle, FakeHandle)
         self.greedy_calls.append(handle.request.labels.get("tuner.trial", ""))
+        if handle.exit_code() is not None:  # as the HTTP measurer finds an engine that is gone
+            raise EndpointError(f"cannot reach {handle.base_url}: connection refused")
         self._serve(handle)
         at = min((self.diverge[str(v)] for v in handle.request.config.values()
                   if str(v) in self.diverge), default=max_tokens)

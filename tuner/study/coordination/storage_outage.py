@@ -95,6 +95,18 @@ class RetryingStorage(BaseStorage, BaseHeartbeat):
         self._back_at: float | None = None
         self._once = threading.local()  # this thread's calls are tried once (without_waiting)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A storage travels (pickled, as Optuna's own do) without its lock and its thread's
+        state; a copy starts with neither an outage nor a call tried once."""
+        state = self.__dict__.copy()
+        del state["_lock"], state["_once"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._once = threading.local()
+
     # ------------------------------------------------------------------ the retry itself
 
     def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
