@@ -9,7 +9,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tuner.commands.conclusion import conclude
 from tuner.commands.prepare import EngineFactory, prepare, real_engines
 from tuner.core import ConfigError, Settings, load_yaml
 from tuner.host import running_on, stops_when_full
@@ -17,7 +16,7 @@ from tuner.launch import guarded
 from tuner.study import RunFolder, StudyConfig, StudyProgress, ranked, run_search
 from tuner.study.repeats import remeasure_study
 from tuner.study.results import StudySummary
-from tuner.ui import progress_display
+from tuner.ui import conclude, progress_display
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tuner.commands.conclusion import conclude
 from tuner.commands.prepare import EngineFactory, prepare, real_engines
 from tuner.core import Settings
 from tuner.host import running_on, stops_when_full
@@ -22,7 +21,7 @@ from tuner.launch import guarded
 from tuner.study import StudyConfig, StudyProgress, StudyRecord, config_from, run_search
 from tuner.study.coordination import ledger, read_record, worker_id
 from tuner.study.repeats import remeasure_study
-from tuner.ui import progress_display
+from tuner.ui import conclude, progress_display
 
 
 def worker_command(name: str, storage: str, *, out: Path, launcher: str, parallel: int,

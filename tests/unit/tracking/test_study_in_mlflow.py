@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tuner.commands.conclusion import lossy_unchecked
 from tuner.engines import load_engine_spec
 from tuner.metrics import Agreement, QualityVerdict
 from tuner.study import TrialResult
@@ -25,6 +24,7 @@ from tuner.tracking.runs_view import (
     review_line,
     runs_page,
 )
+from tuner.ui import lossy_unchecked
 
 
 def test_the_saved_view_lists_trials_cheapest_first_with_the_review_columns() -> None:

@@ -9,23 +9,43 @@ from __future__ import annotations
 import json
 import time
 from contextlib import AbstractContextManager, nullcontext
+from typing import Protocol
 
 import optuna
 from rich.console import Console
 
 from tuner import __version__
-from tuner.commands.prepare import Prepared
 from tuner.core import without_password
 from tuner.engines import Device, EngineSpec, render
-from tuner.host import write_atomic
+from tuner.host import Hardware, write_atomic
 from tuner.metrics import money
 from tuner.report import best_config_yaml, final_table, study_verdict, tradeoff_plot, write_plots
-from tuner.study import StudyProgress, TrialResult, cheapest, defaults_trial, results_summary
+from tuner.study import (
+    StudyConfig,
+    StudyProgress,
+    TrialResult,
+    cheapest,
+    defaults_trial,
+    results_summary,
+)
 from tuner.study.coordination import spend_of
 from tuner.study.repeats import Remeasurement
 from tuner.study.results import StudySummary, TimeSplit, noise_floor, pareto_front, tradeoff_points
-from tuner.tracking import review_line
-from tuner.workload import workload_sha256
+from tuner.tracking import MlflowTracker, review_line
+from tuner.workload import Workload, workload_sha256
+
+
+class PreparedStudy(Protocol):
+    """What the end of a study needs of the study the composition root prepared
+    (:class:`tuner.commands.prepare.Prepared`)."""
+
+    cfg: StudyConfig
+    workload: Workload
+    spec: EngineSpec
+    hardware: Hardware
+    tracker: MlflowTracker
+    served_name: str
+    engine_version: str
 
 
 def ready_command(spec: EngineSpec, trial: TrialResult | None, model: str, served: str,
@@ -47,7 +67,7 @@ def lossy_unchecked(spec: EngineSpec, trial: TrialResult | None, *, checked: boo
     return ", ".join(f"{k}={v}" for k, v in spec.lossy_changes(trial.config, device).items())
 
 
-def conclude(prep: Prepared, state: StudyProgress, study: optuna.Study,
+def conclude(prep: PreparedStudy, state: StudyProgress, study: optuna.Study,
              finished: Remeasurement | None, t_start: float, console: Console
              ) -> StudySummary:
     cfg, spec, hw, tracker = prep.cfg, prep.spec, prep.hardware, prep.tracker
