@@ -28,6 +28,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tests.integration.conftest import Postgres
 from tests.integration.fake_tune import with_fakes
+from tests.unit.fakes.model import fake_model
 from tuner.study import RECORD_ATTR
 from tuner.study.coordination import WORKER, driver_url, rejected
 from tuner.study.repeats import LOST, UNIT
@@ -45,12 +46,7 @@ def env(trial_s: float) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A model folder the fake engine 'serves': only its config is read."""
-    folder = tmp_path_factory.mktemp("model")
-    (folder / "config.json").write_text(json.dumps({
-        "architectures": ["LlamaForCausalLM"], "num_attention_heads": 4,
-        "num_key_value_heads": 2, "max_position_embeddings": 2048, "num_hidden_layers": 2,
-        "hidden_size": 64}))
-    return folder
+    return fake_model(tmp_path_factory.mktemp("model"))
 
 
 def creator(name: str, storage: str, tracking: str, model: Path, out: Path,

@@ -8,7 +8,6 @@ as in test_distributed.py): what is proven is what MLflow shows of a study, not 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -28,6 +27,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from tests.unit.fakes.model import fake_model
 from tuner.launch import free_port
 from tuner.tracking import KIND_TAG, MODEL_TRAINING, VIEW_TAG, runs_page
 
@@ -49,12 +49,7 @@ def tool(name: str) -> str:
 def store(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A finished study of five trials on the fake engine; its MLflow store's URI."""
     out = tmp_path_factory.mktemp("study")
-    model = out / "model"
-    model.mkdir()
-    (model / "config.json").write_text(json.dumps({
-        "architectures": ["LlamaForCausalLM"], "num_attention_heads": 4,
-        "num_key_value_heads": 2, "max_position_embeddings": 2048, "num_hidden_layers": 2,
-        "hidden_size": 64}))
+    model = fake_model(out / "model")
     uri = f"sqlite:///{out / 'mlflow.db'}"
     done = subprocess.run(
         [sys.executable, "-m", "tests.integration.fake_tune", "make", "--engine", "vllm",

@@ -19,6 +19,7 @@ import pytest
 from rich.console import Console
 
 from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
+from tests.unit.fakes.model import fake_model
 from tuner.commands.tune import tune_command
 from tuner.core import Settings
 from tuner.study import StudyConfig
@@ -66,12 +67,7 @@ def shape_of(run_dir: Path) -> dict[str, Any]:
 
 
 def test_a_study_writes_the_pinned_files(tmp_path: Path) -> None:
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "config.json").write_text(json.dumps({
-        "architectures": ["LlamaForCausalLM"], "num_attention_heads": 4,
-        "num_key_value_heads": 2, "max_position_embeddings": 2048, "num_hidden_layers": 2,
-        "hidden_size": 64}))
+    model = fake_model(tmp_path / "model")
     settings = Settings(pin_cores=False, cache_dir=tmp_path / "cache")
     cfg = StudyConfig(engine="vllm", workload=DATA / "workload-ci.yaml", model=str(model),
                       search_space=DATA / "space-ci.yaml", trials=3, remeasure_top=1,

@@ -6,7 +6,6 @@ re-measurement's outcome from the storage alone."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from mlflow.tracking import MlflowClient
 from rich.console import Console
 
 from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
+from tests.unit.fakes.model import fake_model
 from tuner.commands.export import export_command
 from tuner.commands.status import status_command
 from tuner.commands.tune import tune_command
@@ -36,12 +36,7 @@ def make(cfg: StudyConfig, settings: Settings) -> tuple[FakeLauncher, FakeMeasur
 
 @pytest.fixture
 def model_dir(tmp_path: Path) -> Path:
-    folder = tmp_path / "model"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({
-        "architectures": ["LlamaForCausalLM"], "num_attention_heads": 4,
-        "num_key_value_heads": 2, "max_position_embeddings": 2048, "num_hidden_layers": 2,
-        "hidden_size": 64}))
+    folder = fake_model(tmp_path / "model")
     return folder
 
 
