@@ -5,12 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+from tuner.report.comparison import Comparison, TrialPoint
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402 - the backend is chosen first
 
-from tuner.report.comparison import Comparison, TrialPoint  # noqa: E402
+def _pyplot() -> Any:
+    """matplotlib's pyplot with no display (Agg), imported at the first plot: it takes a
+    second, which the commands that draw nothing (and this module's importers) skip."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def _xy(points: list[Any], x: str, y: str) -> tuple[list[float], list[float]]:
@@ -23,7 +29,7 @@ def _xy(points: list[Any], x: str, y: str) -> tuple[list[float], list[float]]:
 def _save(fig: Any, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _pyplot().close(fig)
     return path
 
 
@@ -39,6 +45,7 @@ def pareto(points: list[TrialPoint]) -> list[TrialPoint]:
 
 
 def cost_bars(c: Comparison, path: Path) -> Path:
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     width = 0.38
     for i, e in enumerate(c.engines):
@@ -58,6 +65,7 @@ def cost_bars(c: Comparison, path: Path) -> Path:
 
 
 def trials_scatter(c: Comparison, path: Path) -> Path:
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, e in enumerate(c.engines):
@@ -78,6 +86,7 @@ def trials_scatter(c: Comparison, path: Path) -> Path:
 
 
 def capacity_curves(c: Comparison, path: Path) -> Path:
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for e in c.engines:
         pts = [p for p in e.tuned_curve if p.ttft_p95_ms is not None]

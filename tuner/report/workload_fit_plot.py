@@ -5,14 +5,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import matplotlib
 import numpy as np
 from pydantic import TypeAdapter
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402 - the backend is chosen first
-
-from tuner.workload import FittedPart, LengthDist  # noqa: E402
+from tuner.workload import FittedPart, LengthDist
 
 _LENGTH = TypeAdapter(LengthDist)
 
@@ -20,6 +16,12 @@ _LENGTH = TypeAdapter(LengthDist)
 def plot_fit(parts: list[FittedPart], path: Path) -> Path:
     """One panel per distribution: the observed CDF and the fitted model's (a sample of it,
     as it replays); an empirical fit replays the observed values, so it has one line."""
+    # Here, not with the module: a second that `tune workload fit` pays only when it draws.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     cols = min(3, len(parts))
     rows = math.ceil(len(parts) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)

@@ -14,13 +14,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
-from mlflow.entities import Metric, Run
-from mlflow.tracking import MlflowClient
 
 from tuner.study import TrialResult
 from tuner.tracking.outbox import StudyEnd
+
+if TYPE_CHECKING:  # MLflow is imported where it is used: 1-2 s, which tune's other paths skip
+    from mlflow.entities import Run
+    from mlflow.tracking import MlflowClient
 
 FINISHED_STATES = ("FINISHED", "FAILED", "KILLED")
 HEALTH_TIMEOUT_S = 3.0
@@ -83,6 +86,8 @@ def deliver_trial(client: MlflowClient, result: TrialResult, logged: list[Run],
 def deliver_end(client: MlflowClient, parent_id: str, end: StudyEnd) -> None:
     """The study's end on its parent run: metrics MLflow does not have yet (at that time),
     files, texts, and the run finished."""
+    from mlflow.entities import Metric
+
     todo = []
     for key, value in end.metrics.items():
         history = client.get_metric_history(parent_id, key)

@@ -23,11 +23,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
-
-from mlflow.entities import Metric, Param, RunTag
-from mlflow.exceptions import MlflowException
-from mlflow.tracking import MlflowClient
+from typing import TYPE_CHECKING, Any
 
 from tuner.core import StudyError, without_password
 from tuner.metrics import money
@@ -41,6 +37,13 @@ from tuner.tracking.delivery import (
 )
 from tuner.tracking.outbox import Outbox, StudyEnd
 from tuner.tracking.runs_view import experiment_tags, runs_page
+
+if TYPE_CHECKING:
+    from mlflow.entities import Param
+
+# MLflow (1-2 s to import) is imported when a tracker is made, not with this module: a command
+# that stops at a bad option, `tune bench` and the other commands without a study do not pay.
+# Once a tracker exists, the function-level imports below are a dictionary look-up.
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,8 @@ def flat_params(config: dict[str, Any], prefix: str = "knob.") -> dict[str, str]
 
 
 def _param(key: str, value: object) -> Param:
+    from mlflow.entities import Param
+
     text = str(value)
     return Param(key, text if len(text) <= PARAM_LIMIT else text[:PARAM_LIMIT - 3] + "...")
 
@@ -87,6 +92,8 @@ def quality_metrics(r: TrialResult) -> dict[str, float]:
 class MlflowTracker:
     def __init__(self, tracking_uri: str, artifact_dir: Path | None = None,
                  outbox: Outbox | None = None) -> None:
+        from mlflow.tracking import MlflowClient
+
         # MLflow sets its own logger to INFO when imported; its database-migration lines are
         # noise to a tuner's user (tuner's --debug still shows ours).
         logging.getLogger("mlflow").setLevel(logging.WARNING)
@@ -110,6 +117,8 @@ class MlflowTracker:
                     parent_id: str | None = None) -> str:
         """The study's parent run: ``parent_id`` (the one the study stored) when this store
         has it, else the run tagged with the study's name, else a new one."""
+        from mlflow.exceptions import MlflowException
+
         if not reachable(self.uri):
             raise StudyError(f"MLflow at {self.shown} does not answer; start it, or give another "
                              "--tracking-uri (or TUNER_TRACKING_URI)")
@@ -154,6 +163,8 @@ class MlflowTracker:
 
     def _join(self, parent_id: str) -> bool:
         """Nest this worker's trials under the study's parent run, if this store has it."""
+        from mlflow.exceptions import MlflowException
+
         try:
             run = self.client.get_run(parent_id)
         except MlflowException:
@@ -164,6 +175,8 @@ class MlflowTracker:
         return True
 
     def log_trial(self, result: TrialResult) -> None:
+        from mlflow.exceptions import MlflowException
+
         if self.outbox is not None:
             self._keep_target()
             self.outbox.keep_trial(result)  # a full disk here stops the study: it is raised
@@ -177,6 +190,8 @@ class MlflowTracker:
     def catch_up(self, results: list[TrialResult]) -> None:
         """Log the trials of ``results`` that MLflow does not have (a run stopped between
         storing a trial and logging it), and whatever the outbox kept."""
+        from mlflow.exceptions import MlflowException
+
         if self.outbox is None or not (results or self.outbox.pending()):
             return
         try:
@@ -238,6 +253,8 @@ class MlflowTracker:
 
     def record_trial(self, r: TrialResult) -> None:
         """Log one trial now (raises when MLflow fails)."""
+        from mlflow.entities import Metric, RunTag
+
         tags = {"mlflow.parentRunId": self.parent_id, "tuner.role": "trial",
                 "tuner.trial": str(r.number), "tuner.outcome": r.outcome,
                 "tuner.defaults": str(r.defaults).lower()}
@@ -321,6 +338,9 @@ class MlflowTracker:
                             "report --dir %s", self.outbox.folder, self.shown,
                             self.outbox.folder.parent)
             return
+        from mlflow.entities import Metric
+        from mlflow.exceptions import MlflowException
+
         try:
             now = int(time.time() * 1000)
             self.client.log_batch(self.parent_id, metrics=[Metric(k, float(v), now, 0)
