@@ -27,12 +27,20 @@ def binom_cdf(k: int, n: int, p: float) -> float:
         return 1.0
     if p >= 1.0:
         return 0.0
+    return binom_cdfs(k, n, p)[k]
+
+
+def binom_cdfs(k: int, n: int, p: float) -> list[float]:
+    """``binom_cdf(j, n, p)`` for j = 0..k (k < n, 0 < p < 1), in one pass: each is the same
+    sum, in the same order, as it would be alone, so the figures are the same to the bit."""
     log_p, log_q = math.log(p), math.log1p(-p)
+    cdfs = []
     total = 0.0
     for i in range(k + 1):
         total += math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
                           + i * log_p + (n - i) * log_q)
-    return min(1.0, total)
+        cdfs.append(min(1.0, total))
+    return cdfs
 
 
 def min_samples_for_upper_bound(q: float = 0.95, level: float = 0.95) -> int:
@@ -56,14 +64,16 @@ def quantile_interval(values: Sequence[float], q: float = 0.95, level: float = 0
         lo_r, hi_r = math.floor(n * q - spread), math.ceil(n * q + spread) + 1
         return (ordered[lo_r - 1] if lo_r >= 1 else None,
                 ordered[hi_r - 1] if hi_r <= n else None)
+    # cdf[r - 1] is binom_cdf(r - 1, n, q), all n of them at the cost of the last one
+    cdf = binom_cdfs(n - 1, n, q) if 0.0 < q < 1.0 else [binom_cdf(j, n, q) for j in range(n)]
     low_rank = None  # largest r (1-based) with P(X_(r) > quantile) <= alpha, i.e. cdf(r-1) <= alpha
     for r in range(n, 0, -1):
-        if binom_cdf(r - 1, n, q) <= alpha:
+        if cdf[r - 1] <= alpha:
             low_rank = r
             break
     high_rank = None  # smallest r with P(X_(r) < quantile) <= alpha, i.e. cdf(r-1) >= 1-alpha
     for r in range(1, n + 1):
-        if binom_cdf(r - 1, n, q) >= 1 - alpha:
+        if cdf[r - 1] >= 1 - alpha:
             high_rank = r
             break
     return (ordered[low_rank - 1] if low_rank else None,
