@@ -9,7 +9,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from tuner.core import Settings
-from tuner.models import SERVED_NAME, make_gguf_variants, make_tiny_model
+from tuner.models import SERVED_NAME, make_gguf_variants, make_tiny_model, tiny
 from tuner.workload import PromptSynth
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,12 +27,27 @@ def tuner_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def tiny_model(tuner_cache: Path) -> Path:
+def tiny_tokenizer(tuner_cache: Path) -> Path:
+    """A folder holding the tiny model's tokenizer.json and nothing else, for the tests that
+    only tokenize or give `--tokenizer DIR`: trained as `tune make-model` trains it, in under a
+    second, where the whole model needs transformers (seconds to import). The same file as
+    the model's, byte for byte (``tiny_model`` checks it)."""
+    folder = tuner_cache / "tokenizer-only" / SERVED_NAME
+    folder.mkdir(parents=True, exist_ok=True)
+    tiny.train_tokenizer(0, 4096).save(str(folder / "tokenizer.json"))  # make_tiny_model's
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tuner_cache: Path, tiny_tokenizer: Path) -> Path:
     """The tiny Llama, made where `tune make-model` would put it in the session's cache,
     so the tuner also finds it by name (a few seconds, once per session)."""
     models = Settings().models_dir
     assert models == tuner_cache / "models"
-    return make_tiny_model(models / SERVED_NAME)
+    made = make_tiny_model(models / SERVED_NAME)
+    assert (made / "tokenizer.json").read_bytes() == \
+        (tiny_tokenizer / "tokenizer.json").read_bytes(), "tiny_tokenizer is not the model's"
+    return made
 
 
 @pytest.fixture(scope="session")
@@ -44,8 +59,9 @@ def gguf_model(tiny_model: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tokenizer(tiny_model: Path) -> Tokenizer:
-    return Tokenizer.from_file(str(tiny_model / "tokenizer.json"))
+def tokenizer(tiny_tokenizer: Path) -> Tokenizer:
+    """The tiny model's tokenizer (its tokenizer.json, without making the model)."""
+    return Tokenizer.from_file(str(tiny_tokenizer / "tokenizer.json"))
 
 
 @pytest.fixture(scope="session")

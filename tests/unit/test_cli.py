@@ -30,10 +30,10 @@ def one_line_error(done: subprocess.CompletedProcess[str], code: int, needle: st
     assert needle in lines[0]
 
 
-def test_unreachable_endpoint(tiny_model: Path) -> None:
+def test_unreachable_endpoint(tiny_tokenizer: Path) -> None:
     port = free_port()
     done = tune("bench", "--endpoint", f"http://127.0.0.1:{port}", "--workload", str(WORKLOAD),
-                "--tokenizer", str(tiny_model))
+                "--tokenizer", str(tiny_tokenizer))
     one_line_error(done, 2, f"cannot reach http://127.0.0.1:{port}: connection refused")
 
 
@@ -56,9 +56,9 @@ def plain_http() -> Iterator[str]:
     server.shutdown()
 
 
-def test_server_that_is_not_openai_compatible(plain_http: str, tiny_model: Path) -> None:
+def test_server_that_is_not_openai_compatible(plain_http: str, tiny_tokenizer: Path) -> None:
     done = tune("bench", "--endpoint", plain_http, "--workload", str(WORKLOAD),
-                "--tokenizer", str(tiny_model))
+                "--tokenizer", str(tiny_tokenizer))
     one_line_error(done, 2, "is not an OpenAI-compatible server: GET /v1/models answered HTTP 404")
 
 
@@ -118,7 +118,7 @@ def test_compare_options_are_one_line(tiny_model: Path, tmp_path: Path, extra: l
     one_line_error(done, 2, needle)
 
 
-def test_a_workload_that_is_not_utf8_is_bad_input(tiny_model: Path, tmp_path: Path) -> None:
+def test_a_workload_that_is_not_utf8_is_bad_input(tmp_path: Path) -> None:
     bad = tmp_path / "latin1.yaml"
     bad.write_bytes(WORKLOAD.read_text().replace("smoke", "sm\u00f6ke").encode("latin-1"))
     done = tune("bench", "--endpoint", "http://127.0.0.1:9", "--workload", str(bad))

@@ -56,7 +56,7 @@ def test_piped_bench_prints_progress_lines_before_it_ends(tiny_model: Path,
     assert "\x1b[" not in rest
 
 
-def test_plain_lines_come_while_a_run_goes_on(tiny_model: Path, tmp_path: Path) -> None:
+def test_plain_lines_come_while_a_run_goes_on(tmp_path: Path) -> None:
     """A run longer than the line interval shows its counters while it runs."""
     from rich.console import Console
 
