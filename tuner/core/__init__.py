@@ -12,6 +12,7 @@ from tuner.core.errors import (
     StudyError,
     TunerError,
 )
+from tuner.core.lazy_face import lazy_face
 from tuner.core.settings import Settings, hf_cache_dirs, hf_home, without_password
 from tuner.core.validation import StrictModel, load_yaml, validate
 from tuner.core.validation_errors import describe_validation_error
@@ -19,6 +20,6 @@ from tuner.core.validation_errors import describe_validation_error
 __all__ = [
     "ConfigError", "EXIT_INTERRUPTED", "EndpointError", "EngineCrashed", "EngineHung",
     "EngineStartError", "OutOfSpace", "Settings", "SlosNotMet", "StrictModel", "StudyError",
-    "TunerError", "describe_validation_error", "hf_cache_dirs", "hf_home", "load_yaml",
-    "validate", "without_password",
+    "TunerError", "describe_validation_error", "hf_cache_dirs", "hf_home", "lazy_face",
+    "load_yaml", "validate", "without_password",
 ]
