@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.contracts.tracker import TrackerContract
+from tests.contracts.tracker import TrackerOutageContract
 from tests.contracts.tracker_mlflow import MlflowCase
 from tests.integration.conftest import MlflowServer
 
@@ -43,5 +43,5 @@ def tracker_case(server: MlflowServer, tmp_path: Path) -> MlflowCase:
     return MlflowCase(tmp_path / "runs", server.url, server=server)
 
 
-class TestMlflowTrackerOnAServer(TrackerContract):
+class TestMlflowTrackerOnAServer(TrackerOutageContract):
     pass

@@ -13,7 +13,6 @@ from tuner.study import NullTracker, Tracker
 
 class NullCase(TrackerCase):
     records = False
-    no_outage = "it records nothing: there is no store to be down"
 
     def tracker(self, run_folder: Path) -> Tracker:
         return NullTracker()

@@ -13,8 +13,8 @@ own reader (for MLflow, ``MlflowClient``), translated into :class:`RecordedStudy
   processes; ``catch_up`` records the given trials the store lacks, and none twice;
 - ``finish_study`` records the study's metrics, files and texts and ends its record;
 - a store that goes down after the study started holds nothing up and loses nothing: what
-  it missed is recorded by the same command run again (skipped where the store has no
-  outage: a local file, or no store at all);
+  it missed is recorded by the same command run again (:class:`TrackerOutageContract`, run
+  on a tracking server: a local file, or no store at all, cannot be down);
 - nothing is written into the working directory.
 
 A tracker that records nothing (``TrackerCase.records`` False, the NullTracker) accepts every
@@ -104,12 +104,10 @@ class TrackerCase(ABC):
     def trial_files(self, study_id: str, number: int) -> set[str]:
         """The paths of the files kept with trial ``number``'s record."""
 
-    def outage(self) -> AbstractContextManager[None] | None:
-        """The store down while within (None: this store cannot be down)."""
-        return None
-
-    no_outage = "this store cannot be down"
-    """Why :meth:`outage` is None."""
+    def outage(self) -> AbstractContextManager[None]:
+        """The store down while within; only a store that can be down (a server) has one, and
+        its module runs :class:`TrackerOutageContract`."""
+        raise NotImplementedError(f"{type(self).__name__} has no store that can be down")
 
 
 def expected(result: TrialResult) -> RecordedTrial:
@@ -259,11 +257,28 @@ class TrackerContract:
                                "best_config.yaml": b"max_num_seqs: 64\n",
                                "launch_command.sh": b"#!/bin/sh\n"}
 
+    def test_nothing_is_written_into_the_working_directory(
+            self, tracker_case: TrackerCase, name: str, results: list[TrialResult],
+            tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        cwd = tmp_path / "cwd"
+        cwd.mkdir()
+        monkeypatch.chdir(cwd)
+        tracker = tracker_case.tracker(tracker_case.run_folder())
+        study_id = tracker.start_study(name, tags=TAGS, params=PARAMS)
+        for result in results:
+            tracker.log_trial(result)
+        tracker.finish_study({"wall_s": 1.0}, [], {"best_config.yaml": "x: 1\n"})
+        assert os.listdir(cwd) == []
+        self.expect_trials(tracker_case, study_id, results)
+
+
+class TrackerOutageContract(TrackerContract):
+    """The contract, and what a tracker does while its store is down: for trackers whose
+    store can be down (a tracking server; a local file or no store cannot be)."""
+
     def test_a_store_down_after_the_start_holds_nothing_up_and_loses_nothing(
             self, tracker_case: TrackerCase, name: str, results: list[TrialResult]) -> None:
         outage = tracker_case.outage()
-        if outage is None:
-            pytest.skip(tracker_case.no_outage)
         folder = tracker_case.run_folder()
         tracker = tracker_case.tracker(folder)
         study_id = tracker.start_study(name, tags=TAGS, params=PARAMS)
@@ -281,17 +296,3 @@ class TrackerContract:
         assert study is not None
         assert study.ended
         assert study.metrics["wall_s"] == 3.0
-
-    def test_nothing_is_written_into_the_working_directory(
-            self, tracker_case: TrackerCase, name: str, results: list[TrialResult],
-            tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        cwd = tmp_path / "cwd"
-        cwd.mkdir()
-        monkeypatch.chdir(cwd)
-        tracker = tracker_case.tracker(tracker_case.run_folder())
-        study_id = tracker.start_study(name, tags=TAGS, params=PARAMS)
-        for result in results:
-            tracker.log_trial(result)
-        tracker.finish_study({"wall_s": 1.0}, [], {"best_config.yaml": "x: 1\n"})
-        assert os.listdir(cwd) == []
-        self.expect_trials(tracker_case, study_id, results)

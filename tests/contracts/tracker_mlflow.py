@@ -31,8 +31,6 @@ class MlflowCase(TrackerCase):
         super().__init__(folder)
         self.uri, self.artifact_dir, self.server = uri, artifact_dir, server
         self.client = MlflowClient(tracking_uri=uri)
-        if server is None:
-            self.no_outage = "a local store is a file on this host: it is never down"
 
     def tracker(self, run_folder: Path) -> Tracker:
         return MlflowTracker(self.uri, self.artifact_dir,
@@ -83,8 +81,9 @@ class MlflowCase(TrackerCase):
             return {str(p.relative_to(root)): p.read_bytes()
                     for p in sorted(root.rglob("*")) if p.is_file()}
 
-    def outage(self) -> AbstractContextManager[None] | None:
-        return None if self.server is None else paused(self.server)
+    def outage(self) -> AbstractContextManager[None]:
+        assert self.server is not None, "a local store is a file on this host: never down"
+        return paused(self.server)
 
 
 @contextmanager
