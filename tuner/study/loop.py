@@ -58,7 +58,7 @@ from tuner.study.policy import challenges, confirm, told_value
 from tuner.study.quality_guard import QualityGuard
 from tuner.study.record import StudyRecord
 from tuner.study.run_folder import again_tag
-from tuner.study.state import StudyProgress, load_results, trial_file
+from tuner.study.state import StudyProgress, load_results
 from tuner.study.tracker import Tracker
 from tuner.study.trial import TrialContext, constraint_values, run_trial
 
@@ -78,7 +78,7 @@ def run_search(cfg: StudyConfig, ctx: TrialContext, tracker: Tracker, state: Stu
     ctx.progress.note(f"sampler: {shared.record.sampler}")
     state.results = load_results(cfg, study)
     tracker.catch_up([r for r in state.results
-                      if trial_file(cfg, r.number).is_file()])
+                      if cfg.folder.trial(r.number).is_file()])
     search = _Search(cfg, ctx, tracker, state, study, shared.record)
     if cfg.parallel <= 1:
         search.worker(0)
@@ -260,7 +260,9 @@ class _Search:
 
     def _tell(self, trial: optuna.Trial, result: TrialResult) -> None:
         slo = self.ctx.workload.slo
-        write_atomic(trial_file(self.cfg, trial.number),
+        kept = self.cfg.folder.trial(trial.number)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(kept,
                      result.model_dump_json(indent=2))
         try:
             for key, value in constraint_values(result, slo.ttft_p95_ms, slo.itl_p95_ms,
@@ -278,7 +280,7 @@ class _Search:
             # Silent past the grace period (a paused host): another worker failed it and its
             # retry is queued. The result stays on this host only.
             log.warning("trial %d was failed by its heartbeat meanwhile; its result is kept in "
-                        "%s only", trial.number, trial_file(self.cfg, trial.number))
+                        "%s only", trial.number, kept)
             return
         self.state.results.append(result)
         self.state.own.append(result)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import optuna
 from optuna.trial import TrialState
@@ -28,19 +27,12 @@ class StudyProgress:
         return ranked(self.results)
 
 
-def trial_file(cfg: StudyConfig, number: int) -> Path:
-    """Where this host keeps trial ``number``'s full result (its folder made)."""
-    path = cfg.folder.trial(number)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def load_results(cfg: StudyConfig, study: optuna.Study) -> list[TrialResult]:
     """Results of the study's finished trials, every worker's: this host's own in full (its
     ``trials/`` folder), the others' as the storage keeps them."""
     out = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        path = trial_file(cfg, t.number)
+        path = cfg.folder.trial(t.number)
         if path.is_file():
             out.append(TrialResult.model_validate_json(path.read_text()))
         elif (stored := stored_result(t)) is not None:
