@@ -1,8 +1,9 @@
 """``tune measure``: one configuration, started N times, its capacity and cost each time.
 
-Users run it to learn how noisy their setup is before a study. Each repeat is exactly what a
-trial of a study does (``run_trial``: fresh start, readiness, warm-up, capacity search,
-interpolated capacity and its cost); the spread across repeats is the measurement's noise.
+Users run it to learn how noisy their setup is before a study. Each repeat is a fresh start
+of the configuration, exactly what a trial of a study does (:mod:`tuner.study.repeats`: start,
+readiness, warm-up, capacity search, interpolated capacity and its cost); the spread across
+repeats is the measurement's noise. This command parses, prints and keeps the report.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from tuner.host import running_on
 from tuner.launch import guarded
 from tuner.metrics import Spread, spread
 from tuner.report import measure_table, spread_lines
-from tuner.study import RunFolder, StudyConfig, TrialResult, run_trial
+from tuner.study import RunFolder, StudyConfig, TrialResult
+from tuner.study.repeats import measure_repeats
 from tuner.ui import progress_display
 
 
@@ -72,19 +74,13 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
     if unknown:
         raise ConfigError(f"{prep.spec.name} has no knob {unknown[0]!r}; the knobs are in "
                           f"engines/{prep.spec.name}.yaml")
-    results: list[TrialResult] = []
     with guarded(prep.launcher), running_on(prep.hardware.client_cpus,
                                                  realtime=prep.hardware.client_realtime), \
             progress_display(console, progress_console) as progress:
         progress.status("measure", f"{prep.spec.display_name} {prep.engine_version}, "
                         f"{'defaults' if defaults else config}, {repeats} fresh starts")
-        ctx = prep.context(progress)
-        for rep in range(repeats):
-            progress.status("repeat", f"{rep + 1} of {repeats}")
-            result = run_trial(ctx, rep, config, defaults=defaults, tag=f"measure-{rep:03d}")
-            results.append(result)
-            prep.tracker.log_trial(result)
-            progress.note(result.line().replace("trial", "start", 1))
+        results = measure_repeats(prep.context(progress), config, defaults=defaults,
+                                  repeats=repeats, tracker=prep.tracker)
     report = MeasureReport(
         engine=prep.spec.name, engine_version=prep.engine_version, workload=str(cfg.workload),
         hardware=prep.hardware.describe(), config=results[0].config if results else config,

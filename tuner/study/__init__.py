@@ -14,7 +14,7 @@ from tuner.study.space import CategoricalKnob, SearchSpace, load_search_space
 from tuner.study.state import StudyProgress
 from tuner.study.status import StudyStatus, study_status
 from tuner.study.tracker import NullTracker, Tracker
-from tuner.study.trial import TrialContext, run_trial
+from tuner.study.trial import TrialContext
 
 __all__ = [
     "CategoricalKnob", "DEFAULT_SAMPLER", "ENCODINGS", "FAILED_COST", "GRID_ORDER",
@@ -23,5 +23,5 @@ __all__ = [
     "StudyRecord", "StudyStatus", "TableRow", "Timing", "Tracker", "TrialContext",
     "TrialResult", "cheapest", "check_enqueued", "config_from", "defaults_trial",
     "load_search_space", "parse_record", "ranked", "record_of", "replay", "results_summary",
-    "run_search", "run_trial", "study_status",
+    "run_search", "study_status",
 ]

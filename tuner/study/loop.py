@@ -57,6 +57,7 @@ from tuner.study.outcome import TrialResult
 from tuner.study.policy import challenges, confirm, told_value
 from tuner.study.quality_guard import QualityGuard
 from tuner.study.record import StudyRecord
+from tuner.study.repeats import fresh_start
 from tuner.study.run_folder import again_tag
 from tuner.study.state import StudyProgress, load_results
 from tuner.study.tracker import Tracker
@@ -245,8 +246,8 @@ class _Search:
         assert first.cost_per_m_output_tokens is not None
         assert first.max_load is not None
         self.ctx.progress.note(f"{first.line()}; beats the incumbent: measured again")
-        again = run_trial(self.ctx, first.number, config, defaults=first.defaults,
-                          tag=again_tag(first.number))
+        again = fresh_start(self.ctx, first.number, config, defaults=first.defaults,
+                            tag=again_tag(first.number))
         both = confirm(first.cost_per_m_output_tokens,
                        again.cost_per_m_output_tokens if again.feasible else None)
         if not both.feasible:

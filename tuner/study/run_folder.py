@@ -9,7 +9,8 @@ it back to go on; it reads it only to resume, to report or to export):
   ``mlartifacts/`` beside a local tracking store;
 - ``trials/trial-NNN.json``: this host's trials in full;
 - ``logs/<tag>.log``: each engine start's log; ``records/<tag>.csv``: its per-request records
-  (tags: ``trial-NNN``, ``trial-NNN-again``, ``remeasure-NNN-R``);
+  (tags: ``trial-NNN``, ``trial-NNN-again``, ``remeasure-NNN-R``; ``tune measure``'s
+  ``measure-NNN``);
 - ``quality/``: the defaults' greedy answers for the quality check;
 - ``shared/``: a worker's copies of the study's workload and search space;
 - ``tracking-pending/``: what the tracking server has not taken yet (the outbox, which names
@@ -43,6 +44,11 @@ def again_tag(number: int) -> str:
 def remeasure_tag(number: int, repeat: int) -> str:
     """The tag of a re-measurement's fresh start of trial ``number``."""
     return f"remeasure-{number:03d}-{repeat}"
+
+
+def measure_tag(repeat: int) -> str:
+    """The tag of ``tune measure``'s fresh start number ``repeat`` (``measure-000``)."""
+    return f"measure-{repeat:03d}"
 
 
 @dataclass(frozen=True)

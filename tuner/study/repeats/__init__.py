@@ -1,5 +1,6 @@
 """The face of tuner.study.repeats: what other packages use of it; the rest is private."""
 
+from tuner.study.repeats.fresh_start import fresh_start, measure_repeats
 from tuner.study.repeats.remeasure import (
     Candidate,
     MeasuredRun,
@@ -16,6 +17,7 @@ from tuner.study.repeats.remeasure_round import LOST, UNIT, RoundStatus, status_
 
 __all__ = [
     "Candidate", "LOST", "MeasuredRun", "RemeasureOutcome", "Remeasured", "Remeasurement",
-    "RoundStatus", "UNIT", "measure_interleaved", "pick_winner", "remeasure_study", "run_of",
-    "status_of_round", "summarise_candidate", "unresolved_step",
+    "RoundStatus", "UNIT", "fresh_start", "measure_interleaved", "measure_repeats",
+    "pick_winner", "remeasure_study", "run_of", "status_of_round", "summarise_candidate",
+    "unresolved_step",
 ]

@@ -1,6 +1,6 @@
 """Measure configurations again on fresh engine starts, interleaved, as `tune measure` does.
 
-Each fresh start of a candidate is a whole trial (:func:`tuner.study.trial.run_trial`: start,
+Each fresh start of a candidate is a whole trial (:mod:`tuner.study.repeats.fresh_start`: start,
 readiness, warm-up, capacity search, interpolated capacity and its cost), so a re-measurement
 re-tests the capacity the search found instead of trusting it. The candidates take turns within
 each repeat so that drift on the machine hits all of them. A candidate's cost interval is a
@@ -37,8 +37,9 @@ from tuner.metrics import (
     window_ns,
 )
 from tuner.study.outcome import Timing, TrialResult, defaults_trial, ranked
+from tuner.study.repeats.fresh_start import fresh_start
 from tuner.study.run_folder import remeasure_tag
-from tuner.study.trial import TrialContext, run_trial
+from tuner.study.trial import TrialContext
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +144,8 @@ def measure_once(cand: Candidate, rep: int, timing: Timing) -> MeasuredRun:
     ctx.progress.status("trial", f"re-measuring {cand.engine} trial {trial.number} on a fresh "
                         f"start (repeat {rep + 1})")
     records: list[RequestRecord] = []
-    result = run_trial(ctx, trial.number, trial.config, defaults=trial.defaults,
-                       tag=remeasure_tag(trial.number, rep), records_out=records)
+    result = fresh_start(ctx, trial.number, trial.config, defaults=trial.defaults,
+                         tag=remeasure_tag(trial.number, rep), records_out=records)
     for name in ("startup_s", "warmup_s", "measure_s", "teardown_s"):
         setattr(timing, name, getattr(timing, name) + getattr(result.timing, name))
     run = run_of(cand.engine, result, rep, ctx.workload.cost.usd_per_hour_for(result.accelerators))

@@ -1,0 +1,51 @@
+"""``tune measure`` in process with the fake engine at the launcher and measurer seams: each
+repeat is a fresh start tagged ``measure-NNN``, numbered from 0, told to the tracker; the
+report lands in ``measure.json`` and the console ends with the spread and the count of starts
+that met the SLOs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
+from tests.unit.fakes.model import fake_model
+from tuner.commands.measure import measure_command
+from tuner.core import Settings
+from tuner.study import StudyConfig
+
+pytestmark = pytest.mark.slow
+DATA = Path(__file__).resolve().parents[2] / "data"
+LAUNCHERS: list[FakeLauncher] = []
+
+
+def make(cfg: StudyConfig, settings: Settings) -> tuple[FakeLauncher, FakeMeasurer]:
+    LAUNCHERS.append(FakeLauncher())
+    return LAUNCHERS[-1], FakeMeasurer()
+
+
+def test_measure_starts_the_configuration_afresh_each_repeat(tmp_path: Path) -> None:
+    settings = Settings(pin_cores=False, cache_dir=tmp_path / "cache")
+    cfg = StudyConfig(engine="vllm", workload=DATA / "workload-ci.yaml",
+                      model=str(fake_model(tmp_path / "model")), trials=3,
+                      study_name="measure-vllm-ci", out_dir=tmp_path / "runs",
+                      tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    out = Console(record=True, width=200)
+    quiet = Console(file=(tmp_path / "progress.txt").open("w"))
+    report = measure_command(cfg, settings, config={}, defaults=True, repeats=3, console=out,
+                             progress_console=quiet, engine_factory=make)
+    assert [h.request.log_path.stem for h in LAUNCHERS[-1].started] == [
+        "measure-000", "measure-001", "measure-002"]
+    assert all(h.request.log_path.parent == cfg.run_dir / "logs"
+               for h in LAUNCHERS[-1].started)
+    assert [r.number for r in report.repeats] == [0, 1, 2]
+    assert all(r.defaults and r.outcome == "ok" for r in report.repeats)
+    assert report.capacity is not None
+    written = json.loads(cfg.folder.measure.read_text())
+    assert [r["number"] for r in written["repeats"]] == [0, 1, 2]
+    text = out.export_text()
+    assert "3 of 3 starts met the SLOs" in text
+    assert f"figures in {cfg.folder.measure}" in text.replace("\n", "")
