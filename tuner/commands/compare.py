@@ -21,6 +21,7 @@ from tuner.commands.prepare import EngineFactory, Prepared, local_artifacts, pre
 from tuner.core import ConfigError, Settings, StudyError, validate
 from tuner.host import running_on
 from tuner.launch import guarded
+from tuner.metric_registry import TTFT_P95
 from tuner.report import (
     Comparison,
     all_plots,
@@ -86,7 +87,7 @@ def build(inputs: CompareInputs) -> Comparison:
         results.append(result)
         samples[ref.engine] = s
     deltas = engine_deltas(results, samples)
-    return Comparison(workload=str(workload_path), slo_ttft_p95_ms=workload.slo.ttft_p95_ms,
+    return Comparison(workload=str(workload_path), slo_ttft_p95_ms=workload.slo.required(TTFT_P95),
                       engines=results, engine_deltas=deltas,
                       verdict=comparison_verdict(results, deltas), runs=inputs.runs)
 

@@ -11,8 +11,9 @@ from pathlib import Path
 from rich.console import Console
 
 from tuner.core import ConfigError
+from tuner.metric_registry import TTFT_P95
 from tuner.metrics import money
-from tuner.report import front_table, tradeoff_plot
+from tuner.report import front_table, tradeoff_plot, write_trials_csv
 from tuner.study import RunFolder
 from tuner.study.results import Pick, choose, read_study_folder
 from tuner.tracking import deliver_kept
@@ -42,6 +43,9 @@ def study_report(path: Path, console: Console) -> None:
     """The study's trade-offs, from its folder."""
     folder = read_study_folder(path)
     points, front = folder.points(), folder.front()
+    table = write_trials_csv(folder.trials, RunFolder(path).trials_csv)
+    console.print(f"every trial of this host, a row each: {table}", highlight=False,
+                  soft_wrap=True)
     if not front:
         console.print(f"{folder.name}: no trial met the SLOs; there is no trade-off to show")
         return
@@ -49,7 +53,7 @@ def study_report(path: Path, console: Console) -> None:
     cheapest, fastest = choose(front, Pick("cheapest")), choose(front, Pick("fastest"))
     console.print(f"cheapest: trial {cheapest.trial} at "
                   f"{money(cheapest.cost_per_m_output_tokens)}/M output tokens; fastest: "
-                  f"trial {fastest.trial} at p95 TTFT {fastest.ttft_p95_ms:.1f} ms, "
+                  f"trial {fastest.trial} at p95 TTFT {fastest.figure(TTFT_P95) or 0:.1f} ms, "
                   f"{money(fastest.cost_per_m_output_tokens)}/M", highlight=False)
     plot = tradeoff_plot(points, front, RunFolder(path).plot("pareto"))
     console.print(f"plot in {plot}; deploy a point with: tune export --study {path} --format "

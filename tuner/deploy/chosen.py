@@ -119,11 +119,15 @@ class Chosen:
         lines = [f"tune export: study {self.study}, trial {self.trial} ({knobs})"]
         if self.figures is not None:
             f = self.figures
-            itl = "-" if f.itl_p95_ms is None else f"{f.itl_p95_ms:.1f} ms"
+            shown = ", ".join(f"{m.label} {_figure(f.figure(m), m.unit)}" for m in f.measured())
             lines.append(f"measured: {money(f.cost_per_m_output_tokens)}/M output tokens at "
-                         f"load {f.max_load:.3g}, p95 TTFT {f.ttft_p95_ms:.1f} ms, p95 ITL {itl}"
+                         f"load {f.max_load:.3g}, {shown}"
                          + (f" on {self.hardware}" if self.hardware else ""))
         return lines
+
+
+def _figure(value: float | None, unit: str) -> str:
+    return "-" if value is None else f"{value:.1f} {unit}"
 
 
 def quantity(docker_size: str) -> str:

@@ -25,6 +25,7 @@ from tuner.measurement.capacity import CapacityResult, find_capacity
 from tuner.measurement.early_stop import SloGuard
 from tuner.measurement.step_line import step_line
 from tuner.measurement.warmup import WARMUP_EPOCH, WarmupResult, warm_up
+from tuner.metric_registry import ERROR_RATE, TTFT_P95
 from tuner.metrics import RunSummary, summarise
 from tuner.workload import (
     ConcurrencyArrivals,
@@ -89,7 +90,8 @@ class Bench:
 
     def guard(self, load: float) -> SloGuard:
         w = self.workload
-        return SloGuard(ttft_bound_ns=w.slo_bounds_ns[0], max_error_rate=w.slo.max_error_rate,
+        return SloGuard(ttft_bound_ns=int(w.slo.required(TTFT_P95) * 1e6),
+                        max_error_rate=w.slo.required(ERROR_RATE),
                         offered_rps=None if isinstance(w.arrival, ConcurrencyArrivals)
                         else load)
 

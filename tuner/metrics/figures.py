@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from tuner.loadgen import RequestRecord
+from tuner.metric_registry import Latency, Metric
 from tuner.metrics.quantiles import quantile_interval
 
 MS = 1e6
@@ -50,25 +51,9 @@ def measured(records: Sequence[RequestRecord]) -> list[RequestRecord]:
             if not r.warmup and not (r.error or "").startswith("cancelled")]
 
 
-def ttft_ns(records: Sequence[RequestRecord]) -> list[int]:
-    """TTFT = first token-bearing chunk - send time, per successful request."""
-    return [r.ttft_ns for r in records if r.ok and r.ttft_ns is not None]
-
-
-def itl_ns(records: Sequence[RequestRecord]) -> list[float]:
-    """ITL = gap between consecutive token arrivals, pooled over successful requests
-    (a chunk with k tokens after a gap g contributes k gaps of g/k)."""
-    return [g for r in records if r.ok for g in r.itl_ns()]
-
-
-def tpot_ns(records: Sequence[RequestRecord]) -> list[float]:
-    """TPOT = (e2e - TTFT) / (output tokens - 1), per successful request with >= 2 tokens."""
-    return [t for r in records if (t := r.tpot_ns()) is not None]
-
-
-def e2e_ns(records: Sequence[RequestRecord]) -> list[int]:
-    """E2E = completion time - send time, per successful request."""
-    return [r.e2e_ns for r in records if r.ok and r.e2e_ns is not None]
+def latency_ns(latency: Latency, records: Sequence[RequestRecord]) -> list[float]:
+    """A latency's values (ns) over the records, as the registry reads each request."""
+    return [v for r in records for v in latency.values_ns(r)]
 
 
 def window_ns(records: Sequence[RequestRecord]) -> int:
@@ -85,11 +70,17 @@ def error_rate(records: Sequence[RequestRecord]) -> float:
     return sum(r.error is not None for r in records) / len(records) if records else 0.0
 
 
-def meets_slo(rec: RequestRecord, ttft: int, itl: int, e2e: int | None) -> bool:
-    """Per request: ok, TTFT <= bound, TPOT (its mean ITL) <= ITL bound, E2E <= bound."""
-    if not rec.ok or rec.ttft_ns is None or rec.ttft_ns > ttft:
+def meets_slo(rec: RequestRecord, bounds_ns: dict[Metric, float]) -> bool:
+    """Per request: ok, and each bounded latency's value for it within its bound (TTFT; the
+    mean ITL, its TPOT, against the ITL bound; E2E); see the registry's ``per_request``."""
+    if not rec.ok:
         return False
-    tpot = rec.tpot_ns()
-    if tpot is not None and tpot > itl:
-        return False
-    return e2e is None or (rec.e2e_ns or 0) <= e2e
+    for metric, bound in bounds_ns.items():
+        assert metric.slo is not None
+        assert metric.slo.per_request is not None
+        value = metric.slo.per_request(rec)
+        if value is None and not metric.slo.absent_passes:
+            return False
+        if value is not None and value > bound:
+            return False
+    return True

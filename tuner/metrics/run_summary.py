@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from tuner.loadgen import RunOutcome, ServerCaps, ServerMetrics
+from tuner.metric_registry import LATENCIES, SLO_METRICS
 from tuner.metrics import figures as f
 from tuner.metrics.cost import cost_per_million
 from tuner.metrics.keep_up import KeepUp, keep_up
@@ -79,18 +80,16 @@ class RunSummary(BaseModel):
     hit rate above it comes from prompts cached before the run."""
 
 
-def slo_verdict(w: Workload, s: dict[str, float | None], completed: int) -> SloVerdict:
-    slo = w.slo
-    checks = [
-        ("ttft_p95_ms", s["ttft"], slo.ttft_p95_ms),
-        ("itl_p95_ms", s["itl"], slo.itl_p95_ms),
-        ("error_rate", s["err"], slo.max_error_rate),
-    ]
-    if slo.e2e_p99_ms is not None:
-        checks.append(("e2e_p99_ms", s["e2e"], slo.e2e_p99_ms))
-    out = [SloCheck(name=n, value=v, bound=b, ok=v is not None and v <= b) for n, v, b in checks]
-    if s["itl"] is None and completed > 0:  # one-token outputs have no ITL to judge
-        out[1] = SloCheck(name="itl_p95_ms", value=None, bound=slo.itl_p95_ms, ok=True)
+def slo_verdict(w: Workload, figures: dict[str, float | None], completed: int) -> SloVerdict:
+    """Each bound of the workload against the run's figure (by metric key); a run without
+    a figure whose absence passes (no ITL of one-token outputs) passes it when requests
+    completed."""
+    out = []
+    for metric, bound in w.slo.bounds().items():
+        assert metric.slo is not None
+        value = figures.get(metric.key)
+        ok = value <= bound if value is not None else metric.slo.absent_passes and completed > 0
+        out.append(SloCheck(name=metric.key, value=value, bound=bound, ok=ok))
     return SloVerdict(passed=completed > 0 and all(c.ok for c in out), checks=out)
 
 
@@ -103,6 +102,16 @@ def with_keep_up(verdict: SloVerdict, kept: KeepUp, tolerance: float) -> SloVerd
               SloCheck(name="backlog", value=kept.in_flight, bound=kept.backlog_limit(),
                        ok=kept.in_flight <= kept.backlog_limit())]
     return SloVerdict(passed=verdict.passed and all(c.ok for c in checks[-2:]), checks=checks)
+
+
+class _Figures:
+    """What the SLO metrics read before the run's summary exists: its latency distributions
+    (``<name>_ms``) and error rate."""
+
+    def __init__(self, dists: dict[str, f.Dist], error_rate: float) -> None:
+        for name, dist in dists.items():
+            setattr(self, f"{name}_ms", dist)
+        self.error_rate = error_rate
 
 
 def unmeasured(outcome: RunOutcome) -> str:
@@ -128,18 +137,17 @@ def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: 
     out_tokens = sum(r.generated for r in ok)
     in_tokens = sum(r.prompt_tokens if r.prompt_tokens is not None else r.input_tokens
                     for r in ok)
-    ttft, itl, tpot, e2e = (f.dist_ms(f.ttft_ns(recs)), f.dist_ms(f.itl_ns(recs)),
-                            f.dist_ms(f.tpot_ns(recs)), f.dist_ms(f.e2e_ns(recs)))
+    dists = {lat.name: f.dist_ms(f.latency_ns(lat, recs)) for lat in LATENCIES}
     err = f.error_rate(recs)
-    verdict = slo_verdict(w, {"ttft": ttft.p95, "itl": itl.p95, "e2e": e2e.p99, "err": err},
-                       len(ok))
+    figures = {m.key: m.value(_Figures(dists, err)) for m in SLO_METRICS}
+    verdict = slo_verdict(w, figures, len(ok))
     kept = keep_up(recs) if outcome.open_loop else None
     if kept is not None:
         verdict = with_keep_up(verdict, kept, w.capacity.keep_up_tolerance)
     if outcome.stopped_early:  # the run was cut: it failed whatever the partial figures say
         verdict = SloVerdict(passed=False, checks=verdict.checks)
-    bounds = w.slo_bounds_ns
-    good = sum(f.meets_slo(r, *bounds) for r in recs)
+    bounds = w.slo_bounds_ns()
+    good = sum(f.meets_slo(r, bounds) for r in recs)
 
     def per_s(n: float) -> float:
         return n / window_s if window_s > 0 else 0.0
@@ -162,7 +170,7 @@ def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: 
         error_rate=err,
         duration_s=window_s,
         stopped_early=outcome.stopped_early,
-        ttft_ms=ttft, itl_ms=itl, tpot_ms=tpot, e2e_ms=e2e,
+        **{f"{name}_ms": dist for name, dist in dists.items()},
         request_throughput=per_s(len(ok)),
         input_token_throughput=per_s(in_tokens),
         output_token_throughput=per_s(out_tokens),

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         write_plots,
     )
     from tuner.report.tradeoff_report import front_table, tradeoff_plot
+    from tuner.report.trials_csv import write_trials_csv
     from tuner.report.workload_fit_plot import plot_fit
 
 __all__ = [
@@ -40,5 +41,6 @@ __all__ = [
     "count", "engine_deltas", "engine_result", "final_table", "front_table", "html_page",
     "markdown", "measure_table", "notes", "plot_fit", "prefix_cache_warning", "share",
     "spread_lines", "study_verdict", "summary_table", "table", "tradeoff_plot", "write_plots",
+    "write_trials_csv",
 ]
 __getattr__ = lazy_face(__name__, __file__)

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
+from tuner.metric_registry import Metric
 from tuner.metrics import money
 from tuner.study.results import Pick, TradeOff, choose
 
@@ -21,15 +22,16 @@ def distinguishing_knobs(front: list[TradeOff]) -> list[str]:
 def front_table(study: str, front: list[TradeOff], feasible: int) -> Table:
     t = Table(title=f"{study}: cost against latency, the Pareto front ({len(front)} of "
               f"{feasible} trials that met the SLOs)", title_justify="left")
-    for col in ("trial", "$/M output tokens", "p95 TTFT ms", "p95 ITL ms", "load",
+    shown = front[0].measured() if front else []
+    for col in ("trial", "$/M output tokens", *(f"{m.label} {m.unit}" for m in shown), "load",
                 "accelerators", "knobs"):
         t.add_column(col, justify="left" if col in ("trial", "knobs") else "right")
     knobs = distinguishing_knobs(front)
     marks = _marks(front)
     for p in front:
-        itl = "-" if p.itl_p95_ms is None else f"{p.itl_p95_ms:.1f}"
         label = f"{p.trial}{' (defaults)' if p.defaults else ''}{marks.get(p.trial, '')}"
-        t.add_row(label, money(p.cost_per_m_output_tokens), f"{p.ttft_p95_ms:.1f}", itl,
+        figures = ["-" if (v := p.figure(m)) is None else f"{v:.1f}" for m in shown]
+        t.add_row(label, money(p.cost_per_m_output_tokens), *figures,
                   f"{p.max_load:.3g}", str(p.accelerators),
                   ", ".join(f"{k}={p.config.get(k)}" for k in knobs))
     return t
@@ -46,24 +48,26 @@ def _marks(front: list[TradeOff]) -> dict[int, str]:
 
 def tradeoff_plot(points: list[TradeOff], front: list[TradeOff], path: Path,
                   slo: dict[str, float] | None = None) -> Path:
-    """Cost against p95 TTFT (left) and p95 ITL (right); front points labelled by trial."""
+    """Cost against each objective the points were judged on (p95 TTFT, p95 ITL, and p99 E2E
+    when bounded), one panel each; front points labelled by trial."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    shown = points[0].measured() if points else []
+    fig, axes = plt.subplots(1, max(len(shown), 1), figsize=(5.5 * max(len(shown), 1), 4.5),
+                             sharey=True, squeeze=False)
     on_front = {p.trial for p in front}
-    for ax, latency, label in ((axes[0], "ttft_p95_ms", "p95 TTFT (ms)"),
-                               (axes[1], "itl_p95_ms", "p95 ITL (ms)")):
-        _panel(ax, points, on_front, latency)
-        if slo and latency in slo:
-            ax.axvline(slo[latency], color="red", linestyle=":", label="SLO")
-        ax.set_xlabel(f"{label} at the highest load that met the SLOs")
+    for ax, metric in zip(axes[0], shown, strict=False):
+        _panel(ax, points, on_front, metric)
+        if slo and metric.key in slo:
+            ax.axvline(slo[metric.key], color="red", linestyle=":", label="SLO")
+        ax.set_xlabel(f"{metric.label} ({metric.unit}) at the highest load that met the SLOs")
         ax.legend(fontsize=8)
-    axes[0].set_ylabel("USD per million output tokens")
-    fig.suptitle("Every trial that met the SLOs; the Pareto front over cost, p95 TTFT and "
-                 "p95 ITL in orange")
+    axes[0][0].set_ylabel("USD per million output tokens")
+    fig.suptitle("Every trial that met the SLOs; the Pareto front over cost, "
+                 f"{_and([m.label for m in shown])} in orange")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -71,17 +75,21 @@ def tradeoff_plot(points: list[TradeOff], front: list[TradeOff], path: Path,
     return path
 
 
-def _panel(ax: Any, points: list[TradeOff], on_front: set[int], latency: str) -> None:
+def _panel(ax: Any, points: list[TradeOff], on_front: set[int], metric: Metric) -> None:
     def xy(ps: list[TradeOff]) -> tuple[list[float], list[float]]:
-        kept = [p for p in ps if getattr(p, latency) is not None]
-        return ([float(getattr(p, latency)) for p in kept],
-                [p.cost_per_m_output_tokens for p in kept])
+        kept = [(v, p) for p in ps if (v := p.figure(metric)) is not None]
+        return [v for v, _ in kept], [p.cost_per_m_output_tokens for _, p in kept]
 
     others = [p for p in points if p.trial not in on_front]
     front = [p for p in points if p.trial in on_front]
     ax.scatter(*xy(others), color="#9aa7b8", label="trial")
     ax.scatter(*xy(front), color="#e07b00", label="on the front", zorder=3)
     for p in front:
-        if getattr(p, latency) is not None:
-            ax.annotate(str(p.trial), (getattr(p, latency), p.cost_per_m_output_tokens),
+        value = p.figure(metric)
+        if value is not None:
+            ax.annotate(str(p.trial), (value, p.cost_per_m_output_tokens),
                         textcoords="offset points", xytext=(4, 4), fontsize=8)
+
+
+def _and(words: list[str]) -> str:
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)

@@ -266,8 +266,7 @@ class _Search:
         write_atomic(kept,
                      result.model_dump_json(indent=2))
         try:
-            for key, value in constraint_values(result, slo.ttft_p95_ms, slo.itl_p95_ms,
-                                                slo.max_error_rate).items():
+            for key, value in constraint_values(result, slo).items():
                 trial.set_constraint(key, value)
             trial.set_user_attr("outcome", result.outcome)
             trial.set_user_attr("detail", result.detail[:500])

@@ -15,7 +15,8 @@ it back to go on; it reads it only to resume, to report or to export):
 - ``shared/``: a worker's copies of the study's workload and search space;
 - ``tracking-pending/``: what the tracking server has not taken yet (the outbox, which names
   its own files inside);
-- ``summary.json``, ``plots/<name>.png``: the study's end; ``measure.json``: ``tune measure``'s.
+- ``summary.json``, ``plots/<name>.png``: the study's end; ``measure.json``: ``tune measure``'s;
+  ``trials.csv``: ``tune report``'s table of the trials.
 """
 
 from __future__ import annotations
@@ -72,6 +73,11 @@ class RunFolder:
     @property
     def measure(self) -> Path:
         return self.root / "measure.json"
+
+    @property
+    def trials_csv(self) -> Path:
+        """Every trial of this host as a row (``tune report`` writes it)."""
+        return self.root / "trials.csv"
 
     @property
     def study_db(self) -> Path:

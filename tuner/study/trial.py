@@ -24,13 +24,14 @@ from tuner.engines import EngineSpec, ModelInfo, broken_rules, rule_names
 from tuner.host import Hardware, check_free, cpu_list, no_space, out_of_space
 from tuner.launch import EngineHandle, GpuPool, Launcher, LaunchRequest, classify_log, port_taken
 from tuner.loadgen import Progress, RequestRecord, write_records_csv
+from tuner.metric_registry import Metric
 from tuner.metrics import RunSummary, money
 from tuner.study.measurer import Measurer
 from tuner.study.outcome import FAILED_OUTCOMES, Outcome, Timing, TrialResult
 from tuner.study.quality_guard import QualityGuard
 from tuner.study.run_folder import RunFolder, trial_tag
 from tuner.study.space import SearchSpace
-from tuner.workload import Workload
+from tuner.workload import SloBounds, Workload
 
 log = logging.getLogger(__name__)
 
@@ -269,26 +270,36 @@ def _check_quality(ctx: TrialContext, guard: QualityGuard, handle: EngineHandle,
     ctx.progress.log(f"{tag}: quality check: {verdict.line()}")
 
 
-def constraint_values(result: TrialResult, slo_ttft: float, slo_itl: float,
-                      max_err: float) -> dict[str, float]:
-    """Optuna constraints (feasible when all <= 0): relative SLO margins, and ``launch``: a
-    failure to launch, no load within the SLOs, or a failed quality check (by how much its
-    token agreement fell short; 1 when not compared)."""
+def constraint_values(result: TrialResult, slo: SloBounds) -> dict[str, float]:
+    """Optuna constraints (feasible when all <= 0): each SLO bound's margin that the registry
+    makes a constraint (``ttft``, ``itl``: value / bound - 1, at most 10; ``errors``: error
+    rate - bound), and ``launch``: a failure to launch, no load within the SLOs, or a failed
+    quality check (by how much its token agreement fell short; 1 when not compared)."""
+    bounded = {m.slo.constraint: (m, b) for m, b in slo.bounds().items()
+               if m.slo is not None and m.slo.constraint is not None}
     if result.outcome in ("ok", "slo_infeasible", "quality_failed"):
         step: RunSummary | None = result.best
         if step is None and result.capacity and result.capacity.steps:
             step = min(result.capacity.steps, key=lambda s: s.load)
         if step is None:
-            return {"ttft": 1.0, "itl": 1.0, "errors": 1.0, "launch": 0.0}
-        ttft = (step.ttft_ms.p95 or float("inf")) / slo_ttft - 1
-        itl = (step.itl_ms.p95 or 0.0) / slo_itl - 1
-        errors = step.error_rate - max_err
+            return dict.fromkeys(bounded, 1.0) | {"launch": 0.0}
+        margins = {name: _margin(m, b, m.value(step)) for name, (m, b) in bounded.items()}
         cut = 1.0 if result.outcome == "slo_infeasible" else 0.0
         if result.outcome == "quality_failed":
             cut = quality_shortfall(result)
-        return {"ttft": min(ttft, 10.0), "itl": min(itl, 10.0), "errors": errors,
-                "launch": cut if max(ttft, itl, errors) <= 0 else 0.0}
-    return {"ttft": 0.0, "itl": 0.0, "errors": 0.0, "launch": 10.0}
+        return margins | {"launch": cut if max(margins.values()) <= 0 else 0.0}
+    return dict.fromkeys(bounded, 0.0) | {"launch": 10.0}
+
+
+def _margin(metric: Metric, bound: float, value: float | None) -> float:
+    """How far ``value`` is past ``bound`` (a missing value: the worst, or 0 when its absence
+    passes)."""
+    assert metric.slo is not None
+    if value is None:
+        value = 0.0 if metric.slo.absent_passes else metric.worst()
+    if not metric.slo.relative:
+        return value - bound
+    return min(value / bound - 1, 10.0)
 
 
 def quality_shortfall(result: TrialResult) -> float:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuner.core import StudyError, without_password
+from tuner.metric_registry import METRICS, TTFT_P95
 from tuner.metrics import money
 from tuner.study import RunFolder, TrialResult
 from tuner.tracking.delivery import (
@@ -281,8 +282,9 @@ class MlflowTracker:
             for i, s in enumerate(r.capacity.steps):
                 metrics.append(Metric("capacity.load", s.load, now, i))
                 metrics.append(Metric("capacity.passed", float(s.slo.passed), now, i))
-                if s.ttft_ms.p95 is not None:
-                    metrics.append(Metric("capacity.ttft_p95_ms", s.ttft_ms.p95, now, i))
+                ttft = TTFT_P95.value(s)
+                if ttft is not None:
+                    metrics.append(Metric(f"capacity.{TTFT_P95.key}", ttft, now, i))
                 metrics.append(Metric("capacity.output_tokens_per_s",
                                       s.output_token_throughput, now, i))
         self.client.log_batch(rid, metrics=metrics, params=params,
@@ -313,16 +315,10 @@ class MlflowTracker:
             m["max_load"] = r.max_load
         s = r.best
         if s is not None:
-            for key, value in (("ttft_p95_ms", s.ttft_ms.p95), ("itl_p95_ms", s.itl_ms.p95),
-                               ("tpot_p95_ms", s.tpot_ms.p95), ("e2e_p99_ms", s.e2e_ms.p99),
-                               ("ttft_mean_ms", s.ttft_ms.mean), ("itl_mean_ms", s.itl_ms.mean),
-                               ("request_throughput", s.request_throughput),
-                               ("output_tokens_per_s", s.output_token_throughput),
-                               ("total_tokens_per_s", s.total_token_throughput),
-                               ("goodput_rps", s.goodput_rps), ("error_rate", s.error_rate),
-                               ("cost_per_m_total_tokens", s.cost_per_m_total_tokens)):
-                if value is not None:
-                    m[key] = value
+            for metric in METRICS:
+                value = metric.value(s)
+                if metric.tracked and value is not None:
+                    m[metric.key] = value
             if s.server is not None and s.server.prefix_cache_hit_rate is not None:
                 m["prefix_cache_hit_rate"] = s.server.prefix_cache_hit_rate
         return m | quality_metrics(r)

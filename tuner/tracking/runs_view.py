@@ -22,6 +22,8 @@ import json
 import time
 from typing import Any
 
+from tuner.metric_registry import ITL_P95, TTFT_P95
+
 KIND_TAG = "mlflow.experimentKind"
 MODEL_TRAINING = "custom_model_development"
 VIEW_KEY = "tuner-trials"
@@ -29,7 +31,7 @@ VIEW_TAG = f"mlflow.sharedViewState.{VIEW_KEY}"
 VIEW_NAME = "tuner: trials, cheapest first"
 
 COLUMNS = (("metrics", "cost_per_m_output_tokens"), ("metrics", "max_load"),
-           ("metrics", "ttft_p95_ms"), ("metrics", "itl_p95_ms"), ("tags", "tuner.outcome"),
+           ("metrics", TTFT_P95.key), ("metrics", ITL_P95.key), ("tags", "tuner.outcome"),
            ("metrics", "quality.token_agreement"))
 """The runs table's columns in the study's view: cost at the sustainable load, that load,
 p95 TTFT and ITL there, the trial's outcome and, for lossy configurations, the quality check."""

@@ -104,8 +104,8 @@ def conclude(prep: PreparedStudy, state: StudyProgress, study: optuna.Study,
     if front:
         slo = prep.workload.slo
         plots["pareto"] = tradeoff_plot(points, front, cfg.folder.plot("pareto"),
-                                        {"ttft_p95_ms": slo.ttft_p95_ms,
-                                         "itl_p95_ms": slo.itl_p95_ms})
+                                        {m.key: b for m, b in slo.bounds().items()
+                                         if m.objective})
     turn: AbstractContextManager[bool] = (finished.summary_turn() if finished
                                           else nullcontext(True))
     with turn as ours:

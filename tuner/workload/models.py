@@ -8,11 +8,12 @@ workload file; :func:`tuner.workload.loader.load_workload` resolves them.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, create_model, field_validator, model_validator
 
 from tuner.core import StrictModel
+from tuner.metric_registry import SLO_METRICS, Metric, SloBound
 from tuner.workload.arrivals import ArrivalProcess, TraceArrivals
 from tuner.workload.lengths import LengthDist
 from tuner.workload.paths import beside_workload
@@ -98,13 +99,45 @@ class Warmup(StrictModel):
     engine: EngineWarmup = EngineWarmup()
 
 
-class Slo(StrictModel):
-    """Service-level objectives; a run passes when every one holds."""
+class SloBounds(StrictModel):
+    """Service-level objectives; a run passes when every one holds. The fields are the bounds
+    the metric registry declares (:data:`tuner.metric_registry.SLO_METRICS`)."""
 
-    ttft_p95_ms: float = Field(gt=0, description="p95 time to first token")
-    itl_p95_ms: float = Field(gt=0, description="p95 inter-token latency")
-    e2e_p99_ms: float | None = Field(default=None, gt=0, description="p99 end-to-end latency")
-    max_error_rate: float = Field(default=0.01, ge=0, le=1)
+    def bound(self, metric: Metric) -> float | None:
+        """This workload's bound on ``metric`` (None: not bounded)."""
+        if metric.slo is None:
+            return None
+        value = getattr(self, metric.slo.field)
+        return None if value is None else float(value)
+
+    def required(self, metric: Metric) -> float:
+        """The bound on a metric every workload bounds."""
+        value = self.bound(metric)
+        assert value is not None, f"{metric.key} is not bounded"
+        return value
+
+    def bounds(self) -> dict[Metric, float]:
+        """Every bound this workload sets, in the registry's order."""
+        return {m: b for m in SLO_METRICS if (b := self.bound(m)) is not None}
+
+
+def _bound_field(b: SloBound) -> Any:
+    limits: dict[str, float] = {"ge": 0} if b.zero_allowed else {"gt": 0}
+    if b.at_most is not None:
+        limits["le"] = b.at_most
+    if b.default == "required":
+        return (float, Field(description=b.description, **limits))  # type: ignore[call-overload]
+    kind = float if b.default is not None else float | None
+    return (kind, Field(default=b.default, description=b.description,  # type: ignore[call-overload]
+                        **limits))
+
+
+if TYPE_CHECKING:
+    Slo = SloBounds
+else:
+    Slo = create_model("Slo", __base__=SloBounds, __module__=__name__,
+                       __doc__=SloBounds.__doc__,
+                       **{m.slo.field: _bound_field(m.slo) for m in SLO_METRICS})
 
 
 class Cost(StrictModel):
@@ -242,11 +275,10 @@ class Workload(StrictModel):
             longest = max(_longest(c) for c in self.classes)
         return longest + prefix
 
-    @property
-    def slo_bounds_ns(self) -> tuple[int, int, int | None]:
-        s = self.slo
-        e2e = None if s.e2e_p99_ms is None else int(s.e2e_p99_ms * 1e6)
-        return int(s.ttft_p95_ms * 1e6), int(s.itl_p95_ms * 1e6), e2e
+    def slo_bounds_ns(self) -> dict[Metric, float]:
+        """The bounds a request is judged on for goodput, in ns (a latency's in ms)."""
+        return {m: b * 1e6 for m, b in self.slo.bounds().items()
+                if m.slo is not None and m.slo.per_request is not None}
 
 
 def _longest(cls: RequestClass) -> int:

@@ -7,8 +7,6 @@ from __future__ import annotations
 from tuner.workload.arrivals import ConcurrencyArrivals
 from tuner.workload.models import Workload
 
-LEAST_MS = {"ttft_p95_ms": 10.0, "itl_p95_ms": 1.0, "e2e_p99_ms": 10.0}
-"""Bounds below these are faster than any engine serves: likely seconds written as ms."""
 LEAST_BURST_S = 2.0
 LEAST_REQUESTS = 10
 
@@ -16,9 +14,10 @@ LEAST_REQUESTS = 10
 def implausible(w: Workload) -> list[str]:
     """One line per value that is probably a mistake, naming it and the likely fix."""
     found = []
-    for key, least in LEAST_MS.items():
-        value = getattr(w.slo, key)
-        if value is not None and value < least:
+    for metric, value in w.slo.bounds().items():
+        assert metric.slo is not None
+        key, least = metric.slo.field, metric.slo.least_plausible
+        if least is not None and value < least:
             found.append(f"slo.{key} is {value:g} ms, faster than any engine serves: seconds "
                          f"written as milliseconds? ({value:g} s is {value * 1000:g})")
     return found

@@ -22,7 +22,7 @@ from tuner.study.quality_guard import REFERENCE_ATTR, QualityGuard
 from tuner.study.state import StudyProgress
 from tuner.study.tracker import NullTracker
 from tuner.study.trial import TrialContext, constraint_values, run_trial
-from tuner.workload import QualityCheck
+from tuner.workload import QualityCheck, Slo
 
 Q4 = {"quantization": "Q4_0", "max_batched_tokens": 512, "micro_batch_size": 256,
       "flash_attn": False, "max_model_len": 2048, "max_batch_size": 1, "kv_cache_dtype": "f16"}
@@ -58,7 +58,7 @@ def test_the_defaults_record_the_reference_and_a_diverging_lossy_config_fails(
     # checked on its own engine, before it was stopped
     assert measurer.greedy_calls == ["trial-000", "trial-001"]
     assert [h.stops for h in launcher.started] == [1, 1]
-    c = constraint_values(lossy, 1000.0, 200.0, 0.01)
+    c = constraint_values(lossy, Slo(ttft_p95_ms=1000.0, itl_p95_ms=200.0))
     assert c["launch"] == 0.95 - 0.25
     assert (tmp_path / "quality" / "reference.json").is_file()
     assert "answers" in (tmp_path / "quality" / "trial-001.json").read_text()
@@ -91,7 +91,7 @@ def test_with_no_reference_a_lossy_config_fails_closed(make_ctx: MakeContext,
     assert lossy.quality is not None
     assert lossy.quality.agreement is None
     assert "no reference" in lossy.detail
-    assert constraint_values(lossy, 1000.0, 200.0, 0.01)["launch"] == 1.0
+    assert constraint_values(lossy, Slo(ttft_p95_ms=1000.0, itl_p95_ms=200.0))["launch"] == 1.0
 
 
 def test_a_lossy_config_that_misses_the_slos_is_not_checked(make_ctx: MakeContext,

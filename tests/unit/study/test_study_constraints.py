@@ -3,6 +3,9 @@ from tuner.measurement import CapacityResult
 from tuner.metrics import dist_ms
 from tuner.study.outcome import TrialResult
 from tuner.study.trial import constraint_values
+from tuner.workload import Slo
+
+SLO = Slo(ttft_p95_ms=100.0, itl_p95_ms=10.0, max_error_rate=0.01)
 
 
 def with_step(outcome: str, passed: bool, ttft_ms: float) -> TrialResult:
@@ -14,16 +17,16 @@ def with_step(outcome: str, passed: bool, ttft_ms: float) -> TrialResult:
 
 
 def test_feasible_trials_have_no_positive_constraint() -> None:
-    c = constraint_values(with_step("ok", True, 50.0), 100.0, 10.0, 0.01)
+    c = constraint_values(with_step("ok", True, 50.0), SLO)
     assert all(v <= 0 for v in c.values())
     assert c["ttft"] == -0.5
 
 
 def test_slo_infeasible_violates_by_its_margin() -> None:
-    c = constraint_values(with_step("slo_infeasible", False, 300.0), 100.0, 10.0, 0.01)
+    c = constraint_values(with_step("slo_infeasible", False, 300.0), SLO)
     assert c["ttft"] == 2.0
 
 
 def test_launch_failures_violate_the_most() -> None:
     failed = TrialResult(number=2, config={}, defaults=False, outcome="oom")
-    assert constraint_values(failed, 100.0, 10.0, 0.01)["launch"] == 10.0
+    assert constraint_values(failed, SLO)["launch"] == 10.0

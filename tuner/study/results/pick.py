@@ -8,11 +8,12 @@ import re
 from dataclasses import dataclass, field
 
 from tuner.core import ConfigError
+from tuner.metric_registry import BY_KEY, OBJECTIVES
 from tuner.metrics import money
 from tuner.study.results.pareto import TradeOff
 
-BOUNDED = ("ttft_p95_ms", "itl_p95_ms")
-"""The latencies a pick may bound."""
+BOUNDED = tuple(m.key for m in OBJECTIVES if m.better == "lower")
+"""The figures a pick may bound: the trade-off's objectives."""
 _BOUND = re.compile(r"^\s*([a-z0-9_]+)\s*<=\s*([0-9]*\.?[0-9]+)\s*$")
 USAGE = ("give cheapest, fastest, or bounds such as ttft_p95_ms<=300 (comma-separated; "
          f"bounded: {', '.join(BOUNDED)})")
@@ -49,9 +50,13 @@ def parse_pick(text: str) -> Pick:
 
 
 def _within(p: TradeOff, bounds: dict[str, float]) -> bool:
-    figures = {"ttft_p95_ms": p.ttft_p95_ms,
-               "itl_p95_ms": math.inf if p.itl_p95_ms is None else p.itl_p95_ms}
-    return all(figures[k] <= v for k, v in bounds.items())
+    """Every bound holds (a figure the point lacks: a missing ITL is the worst, and a point
+    not judged on a figure cannot be shown to meet its bound)."""
+    def figure(key: str) -> float:
+        value = p.figure(BY_KEY[key])
+        return math.inf if value is None else value
+
+    return all(figure(k) <= v for k, v in bounds.items())
 
 
 def choose(front: list[TradeOff], pick: Pick) -> TradeOff:
@@ -67,11 +72,16 @@ def choose(front: list[TradeOff], pick: Pick) -> TradeOff:
         fastest = choose(front, Pick("fastest"))
         raise ConfigError(
             f"--pick {pick.text()}: no trial is that fast; the fastest, trial {fastest.trial}, "
-            f"has p95 TTFT {fastest.ttft_p95_ms:.1f} ms and p95 ITL "
-            f"{_ms(fastest.itl_p95_ms)} at {money(fastest.cost_per_m_output_tokens)}/M "
+            f"has {figures_text(fastest)} at {money(fastest.cost_per_m_output_tokens)}/M "
             "output tokens: loosen the bound")
     return min(within, key=lambda p: p.objectives())
 
 
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f} ms"
+def figures_text(p: TradeOff) -> str:
+    """``p95 TTFT 41.2 ms and p95 ITL 6.3 ms``: the point's objective figures."""
+    parts = [f"{m.label} {_figure(p.figure(m), m.unit)}" for m in p.measured()]
+    return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+
+
+def _figure(value: float | None, unit: str) -> str:
+    return "-" if value is None else f"{value:.1f} {unit}"
