@@ -8,6 +8,7 @@ from tuner.metrics.bootstrap import (
     point_cost,
     ratio_interval,
 )
+from tuner.metrics.capacity_curve import CapacityInterval, StepSample, capacity_interval
 from tuner.metrics.cost import cost_per_million, money
 from tuner.metrics.figures import Dist, dist_ms, measured, window_ns
 from tuner.metrics.quantiles import rate_lower_bound
@@ -16,8 +17,9 @@ from tuner.metrics.spread import Spread, spread
 from tuner.metrics.token_agreement import Agreement, GreedyAnswer, QualityVerdict, agreement
 
 __all__ = [
-    "Agreement", "Dist", "GreedyAnswer", "Interval", "QualityVerdict", "RunSummary",
-    "RunTokens", "SloCheck", "SloVerdict", "Spread", "agreement", "cost_per_million",
-    "cost_samples", "dist_ms", "interval", "measured", "money", "point_cost",
-    "rate_lower_bound", "ratio_interval", "spread", "summarise", "window_ns",
+    "Agreement", "CapacityInterval", "Dist", "GreedyAnswer", "Interval", "QualityVerdict",
+    "RunSummary", "RunTokens", "SloCheck", "SloVerdict", "Spread", "StepSample", "agreement",
+    "capacity_interval", "cost_per_million", "cost_samples", "dist_ms", "interval", "measured",
+    "money", "point_cost", "rate_lower_bound", "ratio_interval", "spread", "summarise",
+    "window_ns",
 ]
