@@ -21,12 +21,13 @@ from tuner.loadgen import (
     probe_endpoint,
     wait_idle,
 )
-from tuner.measurement.capacity import CapacityResult, find_capacity
+from tuner.measurement.capacity import CapacityResult, capacity_of
+from tuner.measurement.curve_search import Probe, SearchBudget, search_capacity
 from tuner.measurement.early_stop import SloGuard
 from tuner.measurement.step_line import step_line
 from tuner.measurement.warmup import WARMUP_EPOCH, WarmupResult, warm_up
 from tuner.metric_registry import ERROR_RATE, TTFT_P95
-from tuner.metrics import RunSummary, summarise
+from tuner.metrics import KEEP_UP_CHECKS, RunSummary, StepSample, measured, summarise
 from tuner.workload import (
     ConcurrencyArrivals,
     PromptSynth,
@@ -67,6 +68,15 @@ class Bench:
         """One run with the prompts of ``epoch`` (counted from the bench's own); its records are
         kept in ``records`` unless ``keep`` is False (warm-up). ``label`` names it in progress
         (default: its load); its outcome is logged as a line."""
+        summary, _ = await self.run(load, epoch=epoch, duration_s=duration_s,
+                                    stop_check=stop_check, keep=keep, label=label)
+        return summary
+
+    async def run(self, load: float | None = None, *, epoch: int = 0,
+                  duration_s: float | None = None, stop_check: StopCheck | None = None,
+                  keep: bool = True, label: str | None = None
+                  ) -> tuple[RunSummary, list[RequestRecord]]:
+        """:meth:`once`, with the run's measured records (what its figures are made of)."""
         label = label or self.load_label(load)
         outcome = await self.runner.run(load, epoch=self.epoch + epoch, duration_s=duration_s,
                                         stop_check=stop_check, label=label)
@@ -76,7 +86,7 @@ class Bench:
         if keep:
             self.summaries.append(summary)
         self.runner.progress.log(step_line(label, summary))
-        return summary
+        return summary, measured(outcome.records)
 
     def step_duration(self, load: float) -> float | None:
         """How long a step at ``load`` lasts: the workload's step duration, or (open loop)
@@ -123,18 +133,36 @@ class Bench:
         if w.warmup.engine.enabled:
             warmed = await self.warm_up(float(max(1, round(start))) if integer else start)
 
-        async def step(load: float, epoch: int) -> RunSummary:
+        steps: list[RunSummary] = []
+
+        async def step(load: float, index: int) -> Probe:
             if before_step is not None:
                 before_step()
             await wait_idle(self.runner.metrics_url)  # what the last step left must not count
-            label = f"step {epoch + 1}, {self.load_label(load)}"
+            label = f"step {index + 1}, {self.load_label(load)}"
             self.runner.progress.status("phase", f"measuring {label}")
-            return await self.once(load, epoch=first_epoch + epoch,
-                                   duration_s=self.step_duration(load),
-                                   stop_check=self.guard(load), label=label)
+            summary, records = await self.run(load, epoch=first_epoch + index,
+                                              duration_s=self.step_duration(load),
+                                              stop_check=self.guard(load), label=label)
+            steps.append(summary)
+            return probe_of(summary, records)
 
-        found = await find_capacity(step, start, cfg, integer=integer)
-        return found.model_copy(update={"warmup": warmed})
+        budget = SearchBudget(resolution=cfg.search_resolution(), max_steps=cfg.max_steps,
+                              max_time_s=cfg.max_time_s, min_load=cfg.min_load,
+                              max_load=cfg.max_load)
+        found = await search_capacity(step, start, w.slo.bounds(), budget, integer=integer)
+        return capacity_of(steps, found).model_copy(update={"warmup": warmed})
+
+
+def probe_of(summary: RunSummary, records: list[RequestRecord]) -> Probe:
+    """A step as the search sees it: its requests; censored when the guard cut it or the
+    engine fell behind the offered load (above the bounds, by how much unknown); the client's
+    saturation when it failed with the load generator saturated."""
+    failed = set(summary.slo.failed())
+    censored = summary.stopped_early is not None or bool(failed & KEEP_UP_CHECKS)
+    saturated = not summary.slo.passed and summary.client_saturated is not None
+    return Probe(StepSample(summary.load, records, censored=censored),
+                 client_saturated=saturated, unmeasured=summary.not_measured is not None)
 
 
 async def open_bench(workload: Workload, endpoint: str, *, tokenizer: Path | None = None,

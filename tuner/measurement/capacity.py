@@ -1,35 +1,23 @@
-"""Capacity search: the highest load at which the SLOs still hold.
+"""A capacity search's result: its steps, the step that stands for the capacity, and the
+estimate with its interval.
 
-Bracket first (double the load while it passes, halve it while it fails), then
-bisect between the highest pass and the lowest fail until they are within
-``tolerance`` of each other, bounded in steps and wall time. Closed-loop loads
-(concurrency) are integers and bisect to neighbours. Each step uses fresh
-prompts (its own epoch) so steps do not warm each other's prefix cache. A failing
-load is measured again before it counts as failed (``confirm_failures``). A step that failed
-while the load generator was saturated is not the engine's failure: it is measured again, and
-if the client saturates again the search stops there (``client_saturated``) with the capacity
-at least the highest load that passed. A step with no measured request (``not_measured``) is
-neither: the search stops there (``not_measured``).
-
-The capacity is then estimated between the bracketing steps (:func:`estimate`): for each
-check the failing step failed, the load at which it crosses its bound, linearly interpolated
-from its value at the passing and the failing load; the lowest of those is the capacity, and
-its check is the binding SLO. Below capacity the engine delivers what is offered, so output
-throughput (and cost) at that load scale from the passing step's.
+The search itself is :mod:`tuner.measurement.curve_search` (steps placed where they narrow
+the capacity's interval, every step's requests counting). :func:`capacity_of` turns what it
+found into the result the rest of the package reads. Below capacity the engine delivers what
+is offered, so output throughput (and cost) at the capacity scale from the step that stands
+for it. :func:`estimate` is the earlier estimate between two bracketing steps (for each check
+the failing step failed, the load at which it crosses its bound, linearly interpolated), which
+simulated trials still use.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Awaitable, Callable
-
 from pydantic import BaseModel, Field
 
+from tuner.measurement.curve_search import CurveSearch
 from tuner.measurement.warmup import WarmupResult
-from tuner.metrics import RunSummary, SloCheck, cost_per_million
-from tuner.workload import CapacitySearch
+from tuner.metrics import CapacityInterval, RunSummary, SloCheck, cost_per_million
 
-Step = Callable[[float, int], Awaitable[RunSummary]]
 AT_LEAST = ("throughput",)
 """Checks that hold while their value stays at or above the bound (the rest: at or below)."""
 
@@ -44,6 +32,9 @@ class CapacityEstimate(BaseModel):
     interpolated: bool
     output_tokens_per_s: float
     cost_per_m_output_tokens: float | None
+    interval: CapacityInterval | None = Field(default=None, description="the capacity's 95% "
+                                              "interval from every step (searches since the "
+                                              "curve search)")
 
 
 class CapacityResult(BaseModel):
@@ -101,95 +92,29 @@ def estimate(steps: list[RunSummary], best: RunSummary | None, failing: float | 
                             cost_per_m_output_tokens=cost_per_million(best.usd_per_hour, tokens))
 
 
-async def find_capacity(step: Step, start: float, cfg: CapacitySearch, *, integer: bool = False,
-                        clock: Callable[[], float] = time.monotonic) -> CapacityResult:
-    """Search with ``step(load, epoch)``; ``integer`` for concurrency."""
-    steps: list[RunSummary] = []
-    low: RunSummary | None = None
-    high: float | None = None
-    t_end = clock() + cfg.max_time_s
+def capacity_of(steps: list[RunSummary], found: CurveSearch) -> CapacityResult:
+    """The search's result as a CapacityResult: its steps, the step whose figures stand for the
+    capacity (the highest load that passed at or below it) and the estimate with its interval.
 
-    def snap(x: float) -> float:
-        x = min(max(x, cfg.min_load), cfg.max_load)
-        return float(max(1, round(x))) if integer else x
-
-    def budget() -> str | None:
-        if len(steps) >= cfg.max_steps:
-            return "max_steps"
-        if clock() >= t_end:
-            return "max_time"
-        return None
-
-    saturated = False
-
-    async def measured(load: float) -> RunSummary | None:
-        """A step at ``load``; one the saturated client failed is measured again, once; None
-        when that failed saturated too (the client, not the engine, is the limit)."""
-        summary = await step(load, len(steps))
-        steps.append(summary)
-        if not summary.slo.passed and summary.client_saturated and budget() is None:
-            summary = await step(load, len(steps))
-            steps.append(summary)
-        if not summary.slo.passed and summary.client_saturated:
-            return None
-        return summary
-
-    unmeasured = False
-
-    async def run(load: float) -> bool:
-        nonlocal low, high, saturated, unmeasured
-        summary = await measured(load)
-        if summary is None:
-            saturated = True
-            return False
-        if summary.not_measured:  # neither a pass nor a fail: nothing to bracket with
-            unmeasured = True
-            return False
-        if not summary.slo.passed and cfg.confirm_failures and budget() is None:
-            # A load fails only if it fails twice: one stalled second (a new batch shape
-            # compiled, a noisy neighbour) must not put the bracket below the capacity.
-            summary = await measured(load) or summary
-        if summary.slo.passed:
-            if low is None or load > low.load:
-                low = summary
-        elif high is None or load < high:
-            high = load
-        return summary.slo.passed
-
-    load = snap(start)
-    stopped_by = "converged"
-    # Bracket.
-    while (why := budget()) is None:
-        passed = await run(load)
-        if saturated or unmeasured:
-            stopped_by = "client_saturated" if saturated else "not_measured"
-            break
-        if passed and high is None:
-            if load >= cfg.max_load:
-                stopped_by = "max_load"
-                break
-            load = snap(load * 2)
-        elif not passed and low is None:
-            if load <= (1 if integer else cfg.min_load):
-                stopped_by = "min_load"
-                break
-            load = snap(load / 2)
-        else:
-            break
-    else:
-        stopped_by = why
-    # Bisect.
-    while low is not None and high is not None and stopped_by == "converged":
-        if integer and high - low.load <= 1:
-            break
-        if not integer and (high - low.load) / low.load <= cfg.tolerance:
-            break
-        if (why := budget()) is not None:
-            stopped_by = why
-            break
-        await run(snap((low.load + high) / 2))
-        if saturated or unmeasured:
-            stopped_by = "client_saturated" if saturated else "not_measured"
-            break
-    return CapacityResult(steps=steps, best=low, lowest_failing_load=high, stopped_by=stopped_by,
-                          estimate=estimate(steps, low, high, integer=integer))
+    Bracketed, the estimate is the interval's point, between the loads known to pass and to
+    fail. Not bracketed above (nothing failed), the estimate is the lower bound, and its
+    ``high`` is None: every output shows it as "at least". Nothing passed: no estimate."""
+    ci = found.interval
+    best = None
+    if ci.low is not None:
+        below = [s for s in steps if s.load <= (ci.load or ci.low) and not s.not_measured]
+        passed = [s for s in below if s.slo.passed]
+        chosen = passed or [s for s in below if s.load == ci.low]
+        best = max(chosen, key=lambda s: s.load) if chosen else None
+    est = None
+    if best is not None and ci.low is not None:
+        load = ci.load if ci.load is not None else ci.low
+        tokens = best.output_token_throughput * load / best.load
+        est = CapacityEstimate(load=load, low=ci.low, high=ci.high, binding=ci.binding,
+                               interpolated=ci.load is not None and ci.load != best.load,
+                               output_tokens_per_s=tokens,
+                               cost_per_m_output_tokens=cost_per_million(best.usd_per_hour,
+                                                                         tokens),
+                               interval=ci)
+    return CapacityResult(steps=steps, best=best, lowest_failing_load=ci.high,
+                          stopped_by=found.stopped_by, estimate=est)

@@ -7,7 +7,9 @@ passed), then measures at the estimated crossing, where a step narrows the inter
 until the interval's relative half-width is within ``resolution`` or the step or time budget
 ends. It never stops at a bound shown as a figure: while nothing fails, it goes on up, until
 something fails, the load reaches ``max_load``, the budget ends or the client saturates; the
-interval then says "not bracketed".
+interval then says "not bracketed". A step the saturated client failed is measured once more;
+saturated again, the search ends there (the client, not the engine, is the limit). A step
+with no measured request ends it too, unjudged.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class Probe:
     sample: StepSample
     client_saturated: bool = False
     """The load generator, not the engine, was the limit: the step says nothing of the engine."""
+    unmeasured: bool = False
+    """No measured request (see the step's note): neither a pass nor a fail."""
 
 
 CurveStep = Callable[[float, int], Awaitable[Probe]]
@@ -81,10 +85,17 @@ async def search_capacity(step: CurveStep, start: float, bounds: dict[Metric, fl
             break
         probe = await step(load, len(loads))
         loads.append(load)
+        if probe.client_saturated and len(loads) < budget.max_steps and clock() < t_end:
+            # Once more: one stall of the client is not the end of the search.
+            probe = await step(load, len(loads))
+            loads.append(load)
         if probe.client_saturated:
             found = estimate()
             return CurveSearch(loads=loads, interval=found, stopped_by="client_saturated",
                                client_limit=load)
+        if probe.unmeasured:
+            stopped_by = "not_measured"
+            break
         samples.append(probe.sample)
         found = estimate()
         if found.high is None:  # nothing failed yet: go on up

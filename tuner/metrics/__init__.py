@@ -12,14 +12,20 @@ from tuner.metrics.capacity_curve import CapacityInterval, StepSample, capacity_
 from tuner.metrics.cost import cost_per_million, money
 from tuner.metrics.figures import Dist, dist_ms, measured, window_ns
 from tuner.metrics.quantiles import rate_lower_bound
-from tuner.metrics.run_summary import RunSummary, SloCheck, SloVerdict, summarise
+from tuner.metrics.run_summary import (
+    KEEP_UP_CHECKS,
+    RunSummary,
+    SloCheck,
+    SloVerdict,
+    summarise,
+)
 from tuner.metrics.spread import Spread, spread
 from tuner.metrics.token_agreement import Agreement, GreedyAnswer, QualityVerdict, agreement
 
 __all__ = [
-    "Agreement", "CapacityInterval", "Dist", "GreedyAnswer", "Interval", "QualityVerdict",
-    "RunSummary", "RunTokens", "SloCheck", "SloVerdict", "Spread", "StepSample", "agreement",
-    "capacity_interval", "cost_per_million", "cost_samples", "dist_ms", "interval", "measured",
-    "money", "point_cost", "rate_lower_bound", "ratio_interval", "spread", "summarise",
-    "window_ns",
+    "Agreement", "CapacityInterval", "Dist", "GreedyAnswer", "Interval", "KEEP_UP_CHECKS",
+    "QualityVerdict", "RunSummary", "RunTokens", "SloCheck", "SloVerdict", "Spread",
+    "StepSample", "agreement", "capacity_interval", "cost_per_million", "cost_samples",
+    "dist_ms", "interval", "measured", "money", "point_cost", "rate_lower_bound",
+    "ratio_interval", "spread", "summarise", "window_ns",
 ]

@@ -93,6 +93,10 @@ def slo_verdict(w: Workload, figures: dict[str, float | None], completed: int) -
     return SloVerdict(passed=completed > 0 and all(c.ok for c in out), checks=out)
 
 
+KEEP_UP_CHECKS = frozenset({"throughput", "backlog"})
+"""The checks of the engine keeping up with the offered load (not metrics of the registry)."""
+
+
 def with_keep_up(verdict: SloVerdict, kept: KeepUp, tolerance: float) -> SloVerdict:
     """The verdict with the engine's keeping up: delivered >= (1 - tolerance) x offered output
     tokens over the steady window, and a backlog within three times its steady state (+8)."""

@@ -1,5 +1,6 @@
-"""A capacity search's result in words: the capacity with the bracket it lies in, and why the
-search stopped where it did (so a figure cut short by a budget is not read as converged)."""
+"""A capacity search's result in words: the capacity with its interval (or the bracket it lies
+in, for results of the earlier search), and why the search stopped where it did (so a figure
+cut short by a budget is not read as resolved)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ def capacity_headline(c: CapacityResult, unit: str) -> str:
     if e.high is None:
         return (f"capacity: at least {load_text(e.low, unit)} (passed there; no load that "
                 "failed was found)")
+    if e.interval is not None and e.interval.load is not None:
+        binding = f"; binding: {e.binding}" if e.binding else ""
+        return (f"capacity: {e.interval.text(unit)}, {e.interval.level:.0%} interval from "
+                f"{e.interval.steps} steps{binding}")
     how = []
     if e.interpolated:
         how.append("interpolated")
@@ -41,8 +46,10 @@ def stop_reason(c: CapacityResult, cfg: CapacitySearch, unit: str) -> str:
     elif not bracket:
         still = "before any load failed: the capacity may be higher"
     else:
-        still = "before the bracket was bisected to the tolerance"
+        still = ("before the interval was within the resolution "
+                 f"(±{cfg.search_resolution():.0%})")
     reasons = {
+        "resolved": f"the interval is within ±{cfg.search_resolution():.0%} of the capacity",
         "converged": f"the bracket is within the tolerance ({cfg.tolerance:.0%})",
         "max_steps": f"the step budget was spent (capacity.max_steps: {cfg.max_steps}) {still}",
         "max_time": f"the time budget was spent (capacity.max_time_s: {cfg.max_time_s:g}) "

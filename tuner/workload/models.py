@@ -155,14 +155,21 @@ class Cost(StrictModel):
 
 
 class CapacitySearch(StrictModel):
-    """How the capacity search brackets and bisects the load."""
+    """How the capacity search finds the highest load within the SLOs: it brackets, then
+    measures where the capacity's interval narrows most, until the interval is within
+    ``resolution`` (see :mod:`tuner.measurement.curve_search`)."""
 
     start: float | None = Field(default=None, gt=0, description="first load; default: the "
                                 "workload's own rate or concurrency")
     max_load: float = Field(default=1000.0, gt=0)
     min_load: float = Field(default=0.05, gt=0)
-    tolerance: float = Field(default=0.1, gt=0, lt=1, description="stop bisecting when "
-                             "(high - low) / low is below this")
+    resolution: float | None = Field(default=None, gt=0, lt=0.5, description="stop when the "
+                                     "capacity's 95% interval is within this of it on both "
+                                     "sides (relative half-width); default 0.05, or tolerance "
+                                     "/ 2 where a tolerance is given")
+    tolerance: float = Field(default=0.1, gt=0, lt=1, description="earlier name: the width "
+                             "(high - low) / low the bracket is narrowed to; resolution = "
+                             "tolerance / 2")
     max_steps: int = Field(default=8, ge=1, le=100)
     max_time_s: float = Field(default=600.0, gt=0)
     step_duration_s: float | None = Field(default=None, gt=0, description="least duration of "
@@ -172,12 +179,18 @@ class CapacitySearch(StrictModel):
                               "give a p95 a 95% upper bound within the sample")
     max_step_s: float = Field(default=120.0, gt=0, description="the longest a step may last "
                               "to reach min_requests")
-    confirm_failures: bool = Field(default=True, description="measure a failing load again "
-                                   "before it counts as failed (a transient stall is then "
-                                   "not taken for the capacity)")
+    confirm_failures: bool = Field(default=True, description="no longer used: every step "
+                                   "counts, and a load measured twice counts with all its "
+                                   "requests (kept so that earlier workloads load)")
     keep_up_tolerance: float = Field(default=0.1, gt=0, lt=1, description="a step passes only "
                                      "if the engine delivered at least (1 - this) of the "
                                      "offered output tokens over its steady window")
+
+    def search_resolution(self) -> float:
+        """The relative half-width the search stops at."""
+        if self.resolution is not None:
+            return self.resolution
+        return self.tolerance / 2 if "tolerance" in self.model_fields_set else 0.05
 
 
 class QualityCheck(StrictModel):

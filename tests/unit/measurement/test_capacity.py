@@ -1,146 +1,133 @@
-"""The capacity search at its seam: a fake step whose SLO holds below a true capacity."""
+"""The capacity search at its seam: a step whose requests meet the TTFT bound below a true
+capacity and miss it far above, searched to a resolution, and its result as the rest of the
+package reads it (capacity_of)."""
+
+from __future__ import annotations
 
 import pytest
 
 from tests.unit.fakes.summaries import fake_summary
-from tuner.measurement.capacity import find_capacity
-from tuner.metrics import RunSummary
-from tuner.workload import CapacitySearch
+from tests.unit.metrics.test_figures import done
+from tuner.measurement import Probe, SearchBudget, search_capacity
+from tuner.measurement.capacity import capacity_of
+from tuner.metric_registry import ERROR_RATE, TTFT_P95
+from tuner.metrics import RunSummary, StepSample
+
+BOUNDS = {TTFT_P95: 100.0, ERROR_RATE: 0.01}
 
 
-def stepper(capacity: float):  # type: ignore[no-untyped-def]
-    calls: list[float] = []
+class Engine:
+    """TTFT 20 ms at or below ``capacity``, 400 ms above; every step kept as a summary."""
 
-    async def step(load: float, epoch: int) -> RunSummary:
-        assert epoch == len(calls)
-        calls.append(load)
-        return fake_summary(load, load <= capacity)
+    def __init__(self, capacity: float) -> None:
+        self.capacity = capacity
+        self.calls: list[float] = []
+        self.steps: list[RunSummary] = []
 
-    return step, calls
+    def sample(self, load: float) -> StepSample:
+        ttft = 20 if load <= self.capacity else 400
+        return StepSample(load, [done(i, i * 10, ttft, [10]) for i in range(40)])
+
+    async def step(self, load: float, index: int) -> Probe:
+        assert index == len(self.calls)
+        self.calls.append(load)
+        self.steps.append(fake_summary(load, load <= self.capacity))
+        return Probe(self.sample(load))
 
 
 @pytest.mark.parametrize(("start", "capacity"), [(1.0, 5.3), (16.0, 5.3), (1.0, 0.7)])
-async def test_brackets_then_bisects_to_tolerance(start: float, capacity: float) -> None:
-    step, calls = stepper(capacity)
-    cfg = CapacitySearch(tolerance=0.05, max_steps=30)
-    result = await find_capacity(step, start, cfg)
+async def test_brackets_then_narrows_to_the_resolution(start: float, capacity: float) -> None:
+    engine = Engine(capacity)
+    found = await search_capacity(engine.step, start, BOUNDS, SearchBudget(max_steps=30,
+                                                                           replicates=50))
+    ci = found.interval
+    assert found.stopped_by == "resolved"
+    assert ci.low is not None
+    assert ci.high is not None
+    assert ci.low <= capacity < ci.high
+    assert (ci.half_width() or 1) <= 0.05
+    result = capacity_of(engine.steps, found)
     assert result.best is not None
-    assert result.lowest_failing_load is not None
-    assert result.best.load <= capacity < result.lowest_failing_load
-    assert (result.lowest_failing_load - result.best.load) / result.best.load <= 0.05
-    assert result.stopped_by == "converged"
-    assert len(result.steps) == len(calls)
+    assert result.best.load == ci.low
+    assert result.lowest_failing_load == ci.high
+    assert result.estimate is not None
+    assert result.estimate.interval == ci
 
 
-async def test_integer_loads_bisect_to_neighbours() -> None:
-    step, calls = stepper(6)
-    result = await find_capacity(step, 1, CapacitySearch(max_steps=30), integer=True)
-    assert result.max_load == 6
-    assert result.lowest_failing_load == 7
-    assert all(float(c).is_integer() for c in calls)
+async def test_integer_loads_narrow_to_neighbours() -> None:
+    engine = Engine(6)
+    found = await search_capacity(engine.step, 1, BOUNDS, SearchBudget(max_steps=30,
+                                                                       replicates=50),
+                                  integer=True)
+    assert (found.interval.low, found.interval.high) == (6, 7)
+    assert all(float(c).is_integer() for c in engine.calls)
 
 
 async def test_bounded_in_steps_and_time() -> None:
-    step, calls = stepper(1000)
-    result = await find_capacity(step, 1, CapacitySearch(max_steps=3, max_load=10_000))
-    assert len(calls) == 3
-    assert result.stopped_by == "max_steps"
+    engine = Engine(1000)
+    found = await search_capacity(engine.step, 1, BOUNDS, SearchBudget(max_steps=3,
+                                                                       replicates=50))
+    assert engine.calls == [1, 2, 4]
+    assert found.stopped_by == "max_steps"
+    assert found.interval.text() == "≥ 4 (not bracketed)"
     ticks = iter(range(100))
-    step, calls = stepper(5)
-    result = await find_capacity(step, 1, CapacitySearch(max_time_s=2.5),
-                                 clock=lambda: float(next(ticks)))
-    assert result.stopped_by == "max_time"
-    assert len(calls) == 2
+    engine = Engine(5)
+    found = await search_capacity(engine.step, 1, BOUNDS, SearchBudget(max_time_s=2.5),
+                                  clock=lambda: float(next(ticks)))
+    assert found.stopped_by == "max_time"
+    assert len(engine.calls) == 2
 
 
 async def test_no_passing_load_reports_none() -> None:
-    step, _ = stepper(0.0)
-    result = await find_capacity(step, 1, CapacitySearch(min_load=0.1, max_steps=20))
+    engine = Engine(0.0)
+    found = await search_capacity(engine.step, 1, BOUNDS, SearchBudget(min_load=0.1,
+                                                                       replicates=50))
+    assert found.stopped_by == "min_load"
+    result = capacity_of(engine.steps, found)
     assert result.best is None
-    assert result.stopped_by == "min_load"
-
-
-async def test_a_load_that_fails_once_is_measured_again() -> None:
-    """A transient stall fails the first step at 8; measured again, 8 passes, so the bracket
-    stays above it."""
-    calls: list[float] = []
-
-    async def step(load: float, epoch: int) -> RunSummary:
-        calls.append(load)
-        transient = load == 8 and calls.count(8) == 1
-        return fake_summary(load, load <= 10 and not transient)
-
-    result = await find_capacity(step, 4, CapacitySearch(tolerance=0.3, max_steps=30))
-    assert result.best is not None
-    assert result.best.load >= 8
-    assert calls[:3] == [4, 8, 8]
-    assert calls.count(16) == 2  # a real failure is confirmed too
-
-
-async def test_confirmation_can_be_turned_off() -> None:
-    calls: list[float] = []
-
-    async def step(load: float, epoch: int) -> RunSummary:
-        calls.append(load)
-        return fake_summary(load, load <= 10)
-
-    await find_capacity(step, 4, CapacitySearch(tolerance=0.3, max_steps=30,
-                                                confirm_failures=False))
-    assert calls.count(16) == 1
+    assert result.estimate is None
 
 
 async def test_a_step_failed_by_a_saturated_client_is_not_the_engines_failure() -> None:
     """The engine holds up to 40, the client saturates from 20: 20 is measured again, saturates
-    again, and the search stops there with the capacity at least 10, never recording 20 as the
-    engine's failing load."""
-    calls: list[float] = []
+    again, and the search stops there, the capacity at least 10 and 20 never the engine's
+    failing load."""
+    engine = Engine(40)
 
-    async def step(load: float, epoch: int) -> RunSummary:
-        calls.append(load)
-        s = fake_summary(load, load <= 10)
-        if load >= 20:
-            s = s.model_copy(update={"client_saturated": "load generator saturated: used "
-                                     "0.98 of its 1 core"})
-        return s
+    async def step(load: float, index: int) -> Probe:
+        probe = await engine.step(load, index)
+        return Probe(probe.sample, client_saturated=load >= 20)
 
-    result = await find_capacity(step, 5, CapacitySearch(max_steps=10))
-    assert result.stopped_by == "client_saturated"
-    assert result.max_load == 10
-    assert result.lowest_failing_load is None
-    assert calls == [5, 10, 20, 20]
+    found = await search_capacity(step, 5, BOUNDS, SearchBudget(replicates=50))
+    assert found.stopped_by == "client_saturated"
+    assert found.client_limit == 20
+    assert engine.calls == [5, 10, 20, 20]
+    assert found.interval.text() == "≥ 10 (not bracketed)"
 
 
-async def test_a_saturated_failure_measured_again_without_saturation_counts() -> None:
-    """One stall of the client at 20: the step is measured again, unsaturated, and counts."""
-    calls: list[float] = []
+async def test_a_saturated_step_measured_again_without_saturation_counts() -> None:
+    engine = Engine(15)
 
-    async def step(load: float, epoch: int) -> RunSummary:
-        calls.append(load)
-        s = fake_summary(load, load <= 15)
-        if len(calls) == 3:
-            s = s.model_copy(update={"client_saturated": "load generator saturated: sends "
-                                     "172.3 ms late at p99"})
-        return s
+    async def step(load: float, index: int) -> Probe:
+        probe = await engine.step(load, index)
+        return Probe(probe.sample, client_saturated=index == 2)
 
-    result = await find_capacity(step, 5, CapacitySearch(max_steps=12, tolerance=0.1,
-                                                         confirm_failures=False))
-    assert result.stopped_by == "converged"
-    assert calls[:4] == [5, 10, 20, 20]
-    assert result.lowest_failing_load is not None
-    assert result.max_load is not None
-    assert result.max_load <= 15 < result.lowest_failing_load
+    found = await search_capacity(step, 5, BOUNDS, SearchBudget(max_steps=20, replicates=50))
+    assert engine.calls[:4] == [5, 10, 20, 20]
+    assert found.stopped_by == "resolved"
+    assert found.interval.low is not None
+    assert found.interval.high is not None
+    assert found.interval.low <= 15 < found.interval.high
 
 
 async def test_a_step_that_measured_nothing_stops_the_search_unjudged() -> None:
-    calls: list[float] = []
+    engine = Engine(2)
 
-    async def step(load: float, epoch: int) -> RunSummary:
-        calls.append(load)
-        s = fake_summary(load, load <= 2)
-        return s.model_copy(update={"not_measured": "no request was sent"}) if load > 2 else s
+    async def step(load: float, index: int) -> Probe:
+        probe = await engine.step(load, index)
+        return Probe(probe.sample, unmeasured=load > 2)
 
-    result = await find_capacity(step, 1, CapacitySearch(max_steps=10))
-    assert calls == [1, 2, 4]  # 4 was not measured: neither a pass nor a fail
-    assert result.stopped_by == "not_measured"
-    assert result.lowest_failing_load is None
-    assert result.max_load == 2
+    found = await search_capacity(step, 1, BOUNDS, SearchBudget(replicates=50))
+    assert engine.calls == [1, 2, 4]  # 4 was not measured: neither a pass nor a fail
+    assert found.stopped_by == "not_measured"
+    assert found.interval.text() == "≥ 2 (not bracketed)"

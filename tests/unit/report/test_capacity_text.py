@@ -27,7 +27,20 @@ def test_a_budget_cut_bracket_is_shown_with_both_ends() -> None:
         "and 16 req/s (failed)")
     assert stop_reason(c, CapacitySearch(max_steps=3), "req/s") == (
         "search stopped after 3 steps: the step budget was spent (capacity.max_steps: 3) "
-        "before the bracket was bisected to the tolerance")
+        "before the interval was within the resolution (±5%)")
+
+
+def test_a_resolved_search_shows_its_interval() -> None:
+    from tuner.metrics import CapacityInterval
+
+    c = result("resolved", high=12)
+    assert c.estimate is not None
+    c.estimate.interval = CapacityInterval(load=11.2, low=10.7, high=12, binding="ttft_p95_ms",
+                                           steps=6)
+    assert capacity_headline(c, "req/s") == (
+        "capacity: 11.2 req/s (10.7-12), 95% interval from 6 steps; binding: ttft_p95_ms")
+    assert stop_reason(c, CapacitySearch(resolution=0.05), "req/s") == (
+        "search stopped after 3 steps: the interval is within ±5% of the capacity")
 
 
 def test_no_failing_load_is_a_lower_bound() -> None:
