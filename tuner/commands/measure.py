@@ -36,7 +36,10 @@ class MeasureReport(BaseModel):
     defaults: bool
     repeats: list[TrialResult]
     capacity: Spread | None
+    """Over the starts whose capacity was bracketed (a bound has no place in a mean or CV)."""
     cost: Spread | None
+    bounds: int = 0
+    """Starts whose capacity is only a lower bound (nothing failed): left out of the spread."""
     wall_s: float
 
 
@@ -81,13 +84,15 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
                         f"{'defaults' if defaults else config}, {repeats} fresh starts")
         results = measure_repeats(prep.context(progress), config, defaults=defaults,
                                   repeats=repeats, tracker=prep.tracker)
+    bracketed = [r for r in results if not r.capacity_bound]
     report = MeasureReport(
         engine=prep.spec.name, engine_version=prep.engine_version, workload=str(cfg.workload),
         hardware=prep.hardware.describe(), config=results[0].config if results else config,
         defaults=defaults, repeats=results,
-        capacity=spread([r.max_load for r in results if r.max_load is not None]),
-        cost=spread([r.cost_per_m_output_tokens for r in results
+        capacity=spread([r.max_load for r in bracketed if r.max_load is not None]),
+        cost=spread([r.cost_per_m_output_tokens for r in bracketed
                      if r.cost_per_m_output_tokens is not None]),
+        bounds=len(results) - len(bracketed),
         wall_s=time.monotonic() - t0)
     out = cfg.folder.measure
     out.write_text(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
@@ -102,6 +107,10 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
                                 title=f"{prep.spec.display_name} on {report.hardware}"))
     for line in spread_lines(report.capacity, report.cost, prep.workload.arrival.unit):
         console.print(line)
+    if report.bounds:
+        console.print(f"{report.bounds} of {repeats} starts found no load that failed: their "
+                      "capacity is a lower bound, left out of the spread; raise "
+                      "capacity.max_load or capacity.max_steps", highlight=False)
     console.print(f"{len([r for r in results if r.feasible])} of {repeats} starts met the SLOs; "
                   f"{time.monotonic() - t0:.0f}s in all; figures in {out}")
     return report

@@ -121,7 +121,7 @@ class Chosen:
             f = self.figures
             shown = ", ".join(f"{m.label} {_figure(f.figure(m), m.unit)}" for m in f.measured())
             lines.append(f"measured: {money(f.cost_per_m_output_tokens)}/M output tokens at "
-                         f"load {f.max_load:.3g}, {shown}"
+                         f"load {f.load_text()}, {shown}"
                          + (f" on {self.hardware}" if self.hardware else ""))
         return lines
 

@@ -136,7 +136,8 @@ def _next_load(found: CapacityInterval, resolution: float) -> float:
     reach = math.log1p(resolution * 0.9)
     target = centre + min(up, reach) if up >= down else centre - min(down, reach)
     grid = math.log1p(resolution / 2)
-    snapped = round(target / grid) * grid
+    toward = math.floor if target > centre else math.ceil  # never past the reach
+    snapped = toward(target / grid) * grid
     if not math.log(found.low) < snapped < math.log(found.high):
         snapped = target
     return math.exp(snapped)

@@ -20,7 +20,7 @@ def measure_table(results: list[TrialResult], title: str) -> Table:
                    (f"{found.high:.3g}" if found.high is not None else "?"))
         warmed = "-" if warm is None else (f"{warm.seconds:.0f}s" +
                                            ("" if warm.stable else " (unsettled)"))
-        t.add_row(str(r.number + 1), "-" if r.max_load is None else f"{r.max_load:.3g}",
+        t.add_row(str(r.number + 1), r.load_text(),
                   bracket, (found.binding or "-") if found else r.outcome,
                   money(r.cost_per_m_output_tokens), warmed)
     return t

@@ -106,7 +106,7 @@ def final_table(summary: StudySummary) -> Table:
             cost = money(trial.cost_per_m_output_tokens)
             ttft = f"{trial.best.ttft_ms.p95:.1f}"
             itl = f"{trial.best.itl_ms.p95:.1f}"
-            load = f"{trial.max_load:.3g}"
+            load = trial.load_text()
             label = f"{label} (trial {trial.number})"
         else:
             cost = ttft = itl = load = "-"

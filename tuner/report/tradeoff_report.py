@@ -32,7 +32,7 @@ def front_table(study: str, front: list[TradeOff], feasible: int) -> Table:
         label = f"{p.trial}{' (defaults)' if p.defaults else ''}{marks.get(p.trial, '')}"
         figures = ["-" if (v := p.figure(m)) is None else f"{v:.1f}" for m in shown]
         t.add_row(label, money(p.cost_per_m_output_tokens), *figures,
-                  f"{p.max_load:.3g}", str(p.accelerators),
+                  p.load_text(), str(p.accelerators),
                   ", ".join(f"{k}={p.config.get(k)}" for k in knobs))
     return t
 

@@ -65,12 +65,27 @@ class TrialResult(BaseModel):
     def feasible(self) -> bool:
         return self.outcome == "ok" and self.cost_per_m_output_tokens is not None
 
+    @property
+    def capacity_bound(self) -> bool:
+        """The capacity is a lower bound: no load failed (nothing bracketed it from above),
+        and its cost an upper bound."""
+        found = self.capacity.estimate if self.capacity else None
+        return self.max_load is not None and found is not None and found.high is None
+
+    def load_text(self, fmt: str = "{:.3g}") -> str:
+        """``11.2``, or ``≥ 24 (not bracketed)`` for a bound; ``-`` when none was found."""
+        if self.max_load is None:
+            return "-"
+        value = fmt.format(self.max_load)
+        return f"≥ {value} (not bracketed)" if self.capacity_bound else value
+
     def line(self) -> str:
         """One line for the terminal."""
         head = f"trial {self.number}{' (defaults)' if self.defaults else ''}: {self.outcome}"
         if self.feasible:
-            line = (f"{head}, {money(self.cost_per_m_output_tokens)}/M output tokens at load "
-                    f"{self.max_load:.3g}")
+            dear = "≤ " if self.capacity_bound else ""
+            line = (f"{head}, {dear}{money(self.cost_per_m_output_tokens)}/M output tokens at "
+                    f"load {self.load_text()}")
             found = self.capacity.estimate if self.capacity else None
             if found is not None and found.high is not None:
                 line += f" (passed {found.low:.3g}, failed {found.high:.3g}"

@@ -311,8 +311,8 @@ class MlflowTracker:
                                "teardown_s": r.timing.teardown_s, "wall_s": r.timing.wall_s}
         if r.cost_per_m_output_tokens is not None:
             m["cost_per_m_output_tokens"] = r.cost_per_m_output_tokens
-        if r.max_load is not None:
-            m["max_load"] = r.max_load
+        if r.max_load is not None:  # a lower bound is not the capacity: its own key
+            m["max_load_at_least" if r.capacity_bound else "max_load"] = r.max_load
         s = r.best
         if s is not None:
             for metric in METRICS:

@@ -158,10 +158,10 @@ class FakeMeasurer:
             return CapacityResult(steps=[step], best=None, lowest_failing_load=1.0,
                                   stopped_by="min_load"), records()
         cost = self.cost + sum(hash(str(v)) % 7 for v in handle.request.config.values()) / 10
-        best = summary(2.0, passed=True, cost=cost)
-        return CapacityResult(steps=[best], best=best, lowest_failing_load=None,
-                              stopped_by="max_steps",
-                              estimate=estimate([best], best, None)), records()
+        best, fail = summary(2.0, passed=True, cost=cost), summary(2.1, passed=False)
+        return CapacityResult(steps=[best, fail], best=best, lowest_failing_load=2.1,
+                              stopped_by="resolved",
+                              estimate=estimate([best, fail], best, 2.1)), records()
 
     def greedy(self, handle: EngineHandle, max_tokens: int) -> list[GreedyAnswer]:
         assert isinstance(handle, FakeHandle)

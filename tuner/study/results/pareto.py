@@ -29,8 +29,13 @@ class TradeOff(BaseModel):
     defaults: bool
     cost_per_m_output_tokens: float
     max_load: float
+    load_bound: bool = False
+    """``max_load`` is a lower bound (no load failed), and the cost an upper bound."""
     accelerators: int
     config: dict[str, Any]
+
+    def load_text(self) -> str:
+        return f"≥ {self.max_load:.3g}" if self.load_bound else f"{self.max_load:.3g}"
 
     def measured(self) -> list[Metric]:
         """The objectives this point was judged on, in the registry's order."""
@@ -67,7 +72,8 @@ def tradeoff_points(results: list[TrialResult]) -> list[TradeOff]:
         assert r.cost_per_m_output_tokens is not None
         out.append(TradeOff(trial=r.number, defaults=r.defaults,
                             cost_per_m_output_tokens=r.cost_per_m_output_tokens,
-                            max_load=r.max_load or 0.0, accelerators=r.accelerators,
+                            max_load=r.max_load or 0.0, load_bound=r.capacity_bound,
+                            accelerators=r.accelerators,
                             config=r.config, **figures))
     return out
 
