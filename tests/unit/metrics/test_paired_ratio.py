@@ -1,0 +1,61 @@
+"""A side-by-side comparison's verdict: a ratio's interval from pairs, decided at a resolution."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tuner.metrics.paired_ratio import (
+    PooledSpread,
+    decide,
+    paired_verdict,
+    pooled_spread,
+)
+
+
+@pytest.mark.parametrize(("low", "high", "kind"), [
+    (1.08, 1.16, "better"), (0.55, 0.70, "worse"), (0.98, 1.04, "equivalent"),
+    (0.97, 1.16, "unresolved"), (1.02, 1.08, "unresolved"), (0.93, 0.97, "unresolved"),
+])
+def test_decided_only_outside_or_wholly_inside_the_resolution(low: float, high: float,
+                                                             kind: str) -> None:
+    assert decide(low, high, 0.05) == kind
+
+
+def test_the_interval_comes_from_the_pairs_or_from_the_pooled_spread() -> None:
+    logs = [math.log(r) for r in (1.10, 1.14, 1.12, 1.13)]
+    own = paired_verdict(logs, 0.05)
+    assert own.spread == "pairs"
+    assert own.kind == "better"
+    assert own.low is not None
+    assert own.high is not None
+    assert own.low < own.ratio < own.high
+    assert own.sentence("tuned", "defaults").startswith("tuned beats defaults by 1.12x (")
+    assert own.sentence("tuned", "defaults").endswith("), resolved at ±5%")
+    pooled = paired_verdict(logs[:2], 0.05, pooled=PooledSpread(sd=0.01, df=40))
+    assert pooled.spread == "pooled"
+    assert pooled.kind == "better"
+
+
+def test_one_pair_without_a_pooled_spread_is_unresolved_with_no_interval() -> None:
+    v = paired_verdict([math.log(1.3)], 0.05)
+    assert (v.kind, v.low, v.high) == ("unresolved", None, None)
+    assert v.sentence("A", "B").startswith("unresolved: A against B 1.30x (no interval")
+
+
+def test_more_looks_and_a_larger_family_widen_the_interval() -> None:
+    logs = [0.10, 0.12, 0.08, 0.11]
+    one = paired_verdict(logs, 0.05)
+    many = paired_verdict(logs, 0.05, family=3, looks=4)
+    assert one.low is not None
+    assert many.low is not None
+    assert many.low < one.low
+
+
+def test_the_pooled_spread_is_within_configurations_only() -> None:
+    found = pooled_spread([[10.0, 10.0 * math.e ** 0.1], [20.0, 20.0 * math.e ** 0.1], [5.0]])
+    assert found is not None
+    assert found.df == 2
+    assert found.sd == pytest.approx(0.1 / math.sqrt(2))
+    assert pooled_spread([[1.0], [2.0]]) is None
