@@ -1,7 +1,9 @@
 """The ``tune`` command: parse, build config models, call one library function, exit.
 
 Exit codes: 0 done, 1 runtime failure, 2 bad input (one line naming the field and the fix),
-3 measured but no load met the SLOs (``tune bench``), 130 interrupted (Ctrl-C or SIGTERM).
+3 measured but no load met the SLOs (``tune bench``), 4 a comparison resolved with nothing to
+gain and 5 one left unresolved (``tune measure --against``), 130 interrupted (Ctrl-C or
+SIGTERM).
 ``--debug`` adds tracebacks; it never changes the exit code.
 """
 
@@ -352,28 +354,59 @@ def measure(
         help="model name the engine serves; default: the workload's model")] = None,
     tracking_uri: Annotated[str | None, typer.Option(
         help="MLflow tracking URI; default: SQLite in the output folder")] = None,
+    against: Annotated[str | None, typer.Option(
+        help="measure --config side by side against this ('defaults', a YAML file of knob "
+        "values, or a study's best_config.yaml): --repeats pairs of interleaved fresh starts "
+        "and the verdict of the pairs")] = None,
+    resolution: Annotated[str, typer.Option(
+        help="with --against: the smallest difference the verdict decides (relative, "
+        "between 0 and 0.5)")] = "0.05",
     debug: Debug = False,
 ) -> None:
     """Start one configuration N times; print each capacity and cost, and their noise."""
     settings = start(debug)
+    verdict_code = 0
 
     def go() -> None:
-        from tuner.commands.measure import config_to_measure, measure_command
-        from tuner.core import validate
+        nonlocal verdict_code
+        from tuner.commands.measure import (
+            config_to_measure,
+            exit_code,
+            measure_command,
+            parse_resolution,
+        )
+        from tuner.core import ConfigError, validate
         from tuner.study import StudyConfig
+        from tuner.study.repeats import Side
 
+        if repeats < 1:
+            raise ConfigError(f"--repeats {repeats}: give at least 1 (fresh starts, or pairs "
+                              "of them with --against)")
+        share = parse_resolution(resolution)
         knobs, defaults = config_to_measure(config, study_dir, trial)
+        other = None
+        if against is not None:
+            other_knobs, other_defaults = config_to_measure(against, None, None)
+            other = Side(name="defaults" if other_defaults else Path(against).stem,
+                         config=other_knobs, defaults=other_defaults)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         cfg = validate(StudyConfig, dict(
             engine=engine, workload=workload, model=model, trials=repeats, launcher=launcher,
             image=image, out_dir=out, study_name=f"measure-{engine}-{workload.stem}-{stamp}",
             tracking_uri=tracking_uri or settings.tracking_uri, device=device,
             startup_timeout_s=startup_timeout, served_name=served_name), "options")
-        measure_command(cfg, settings, config=knobs, defaults=defaults, repeats=repeats,
-                        console=out_console, progress_console=err,
-                        engine_factory=engine_factory_of(ctx))
+        name = (f"trial {trial}" if trial is not None else
+                "defaults" if config == "defaults" else Path(config).stem)
+        report = measure_command(cfg, settings, config=knobs, defaults=defaults,
+                                 repeats=repeats, console=out_console, progress_console=err,
+                                 engine_factory=engine_factory_of(ctx), against=other,
+                                 resolution=share, name=name)
+        if other is not None:
+            verdict_code = exit_code(report)
 
     run_cli(go, debug)
+    if verdict_code:
+        raise typer.Exit(verdict_code)
 
 
 @app.command(help=cli_help.REPORT)

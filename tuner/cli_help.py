@@ -75,6 +75,14 @@ MEASURE = """Start one configuration N times; print each capacity and cost, and 
 Example:
   tune measure --engine vllm --workload w.yaml --model DIR --repeats 5
 
+With --against, --repeats pairs of fresh starts of --config and of the other configuration,
+interleaved (A B B A ...), and the verdict of the pairs at --resolution: "x beats y by 1.12x
+(1.08-1.16), resolved at ±5%", "within ±5% of each other", or "unresolved"; exit 0 when
+--config wins, 4 when it does not beat the other by more than the resolution, 5 unresolved.
+
+\b
+  tune measure --engine vllm --workload w.yaml --model DIR --config x.yaml --against defaults
+
 Inputs: an engine, a workload, the model and a configuration (the defaults, a YAML of knobs,
 or a study's trial). Outputs: each start's capacity and cost, their mean, coefficient of
 variation and 95% interval, and the runs under --out."""

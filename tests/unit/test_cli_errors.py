@@ -178,3 +178,20 @@ def test_a_full_disk_outside_a_study_is_one_line_not_an_internal_error(
     assert said.startswith("error: no space left on the device (writing "
                            "/data/run/out.records.csv): ")
     assert "internal error" not in said
+
+
+@pytest.mark.slow
+def test_a_bad_resolution_or_repeat_count_of_measure_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "x.yaml").write_text("max_batch_size: 4\n")
+    base = ["measure", "--engine", "vllm", "--workload", str(REPO / "tests/data/workload-ci.yaml"),
+            "--model", str(tmp_path), "--against", "defaults", "--config", str(tmp_path / "x.yaml")]
+    cases = [(["--resolution", "0"], "--resolution 0: give a relative difference between 0 and "
+              "0.5, such as 0.05 for ±5%"),
+             (["--resolution", "0.5"], "--resolution 0.5: give a relative difference"),
+             (["--resolution", "-0.1"], "--resolution -0.1: give a relative difference"),
+             (["--resolution", "five"], "--resolution five: give a relative difference"),
+             (["--repeats", "0"], "--repeats 0: give at least 1 (fresh starts, or pairs of them "
+              "with --against)")]
+    done = tune_all(*([*base, *extra] for extra, _ in cases))
+    for (_, needle), result in zip(cases, done, strict=True):
+        one_line_error(result, 2, needle)

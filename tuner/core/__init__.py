@@ -2,6 +2,8 @@
 
 from tuner.core.errors import (
     EXIT_INTERRUPTED,
+    EXIT_NO_GAIN,
+    EXIT_UNRESOLVED,
     ConfigError,
     EndpointError,
     EngineCrashed,
@@ -18,8 +20,8 @@ from tuner.core.validation import StrictModel, load_yaml, validate
 from tuner.core.validation_errors import describe_validation_error
 
 __all__ = [
-    "ConfigError", "EXIT_INTERRUPTED", "EndpointError", "EngineCrashed", "EngineHung",
-    "EngineStartError", "OutOfSpace", "Settings", "SlosNotMet", "StrictModel", "StudyError",
-    "TunerError", "describe_validation_error", "hf_cache_dirs", "hf_home", "lazy_face",
-    "load_yaml", "validate", "without_password",
+    "ConfigError", "EXIT_INTERRUPTED", "EXIT_NO_GAIN", "EXIT_UNRESOLVED", "EndpointError",
+    "EngineCrashed", "EngineHung", "EngineStartError", "OutOfSpace", "Settings", "SlosNotMet",
+    "StrictModel", "StudyError", "TunerError", "describe_validation_error", "hf_cache_dirs",
+    "hf_home", "lazy_face", "load_yaml", "validate", "without_password",
 ]

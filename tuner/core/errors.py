@@ -9,6 +9,11 @@ Errors from Docker, httpx and MLflow are translated at module boundaries with
 from __future__ import annotations
 
 EXIT_INTERRUPTED = 130
+EXIT_NO_GAIN = 4
+"""A comparison resolved: the configuration does not beat the other by more than the
+resolution (equivalent, or worse)."""
+EXIT_UNRESOLVED = 5
+"""A comparison not decided at its resolution within its budget."""
 
 
 class TunerError(Exception):

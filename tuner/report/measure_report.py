@@ -8,11 +8,15 @@ from tuner.metrics import Spread, money
 from tuner.study import TrialResult
 
 
-def measure_table(results: list[TrialResult], title: str) -> Table:
+def measure_table(results: list[TrialResult], sides: list[str] | None = None, *,
+                  title: str) -> Table:
+    """One row per start; ``sides`` names the configuration of each (a paired measure)."""
     t = Table(title=title, title_justify="left")
-    for col in ("start", "capacity", "bracket", "binding SLO", "$/M out", "warm-up"):
-        t.add_column(col, justify="left" if col in ("binding SLO",) else "right",
-                     no_wrap=col != "binding SLO")
+    cols = ("start", *(("configuration",) if sides else ()), "capacity", "bracket",
+            "binding SLO", "$/M out", "warm-up")
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("binding SLO", "configuration")
+                     else "right", no_wrap=col != "binding SLO")
     for r in results:
         found = r.capacity.estimate if r.capacity else None
         warm = r.capacity.warmup if r.capacity else None
@@ -20,7 +24,7 @@ def measure_table(results: list[TrialResult], title: str) -> Table:
                    (f"{found.high:.3g}" if found.high is not None else "?"))
         warmed = "-" if warm is None else (f"{warm.seconds:.0f}s" +
                                            ("" if warm.stable else " (unsettled)"))
-        t.add_row(str(r.number + 1), r.load_text(),
+        t.add_row(str(r.number + 1), *((sides[r.number],) if sides else ()), r.load_text(),
                   bracket, (found.binding or "-") if found else r.outcome,
                   money(r.cost_per_m_output_tokens), warmed)
     return t

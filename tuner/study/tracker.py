@@ -28,7 +28,7 @@ class Tracker(Protocol):
     def catch_up(self, results: list[TrialResult]) -> None: ...
 
     def finish_study(self, metrics: dict[str, float], artifacts: list[tuple[str, Path]],
-                     texts: dict[str, str]) -> None: ...
+                     texts: dict[str, str], tags: dict[str, str] | None = None) -> None: ...
 
 
 class NullTracker:
@@ -43,5 +43,5 @@ class NullTracker:
         pass
 
     def finish_study(self, metrics: dict[str, float], artifacts: list[tuple[str, Path]],
-                     texts: dict[str, str]) -> None:
+                     texts: dict[str, str], tags: dict[str, str] | None = None) -> None:
         pass

@@ -100,4 +100,6 @@ def deliver_end(client: MlflowClient, parent_id: str, end: StudyEnd) -> None:
             client.log_artifact(parent_id, path, folder or None)
     for name, text in end.texts.items():
         client.log_text(parent_id, text, name)
+    for key, tag in end.tags.items():
+        client.set_tag(parent_id, key, tag)
     client.set_terminated(parent_id, "FINISHED")

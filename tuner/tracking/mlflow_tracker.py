@@ -324,23 +324,25 @@ class MlflowTracker:
         return m | quality_metrics(r)
 
     def finish_study(self, metrics: dict[str, float], artifacts: list[tuple[str, Path]],
-                     texts: dict[str, str]) -> None:
+                     texts: dict[str, str], tags: dict[str, str] | None = None) -> None:
         if self.outbox is not None:
             self._keep_target()
-            self.outbox.keep_end(StudyEnd(metrics=metrics, texts=texts, artifacts=[
+            self.outbox.keep_end(StudyEnd(metrics=metrics, texts=texts, tags=tags or {},
+                                          artifacts=[
                 (folder, str(path.resolve())) for folder, path in artifacts]))
             if not self.deliver():
                 log.warning("the study's end is kept in %s for MLflow at %s; log it with: tune "
                             "report --dir %s", self.outbox.folder, self.shown,
                             self.outbox.folder.parent)
             return
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric, RunTag
         from mlflow.exceptions import MlflowException
 
         try:
             now = int(time.time() * 1000)
             self.client.log_batch(self.parent_id, metrics=[Metric(k, float(v), now, 0)
-                                                           for k, v in metrics.items()])
+                                                           for k, v in metrics.items()],
+                                  tags=[RunTag(k, v) for k, v in (tags or {}).items()])
             for folder, path in artifacts:
                 if path.is_file():
                     self.client.log_artifact(self.parent_id, str(path), folder or None)

@@ -38,6 +38,8 @@ class StudyEnd(BaseModel):
     artifacts: list[tuple[str, str]] = Field(default_factory=list,
                                              description="(folder in the run, file)")
     texts: dict[str, str] = Field(default_factory=dict, description="file name -> text")
+    tags: dict[str, str] = Field(default_factory=dict, description="the run's tags (a "
+                                 "comparison's verdict)")
 
 
 class Outbox:

@@ -49,3 +49,38 @@ def test_measure_starts_the_configuration_afresh_each_repeat(tmp_path: Path) -> 
     text = out.export_text()
     assert "3 of 3 starts met the SLOs" in text
     assert f"figures in {cfg.folder.measure}" in text.replace("\n", "")
+
+
+def test_measure_against_runs_interleaved_pairs_and_gives_the_verdict(tmp_path: Path) -> None:
+    from mlflow import MlflowClient
+
+    from tuner.commands.measure import exit_code
+    from tuner.core import EXIT_NO_GAIN
+    from tuner.study.repeats import Side
+
+    settings = Settings(pin_cores=False, cache_dir=tmp_path / "cache")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    cfg = StudyConfig(engine="vllm", workload=DATA / "workload-ci.yaml",
+                      model=str(fake_model(tmp_path / "model")), trials=2,
+                      study_name="measure-aa", out_dir=tmp_path / "runs", tracking_uri=uri)
+    out = Console(record=True, width=200)
+    quiet = Console(file=(tmp_path / "progress.txt").open("w"))
+    report = measure_command(cfg, settings, config={}, defaults=True, repeats=2, console=out,
+                             progress_console=quiet, engine_factory=make,
+                             against=Side("defaults again", {}, True), resolution=0.05)
+    assert report.sides == ["defaults", "defaults again", "defaults again", "defaults"]
+    assert [h.request.log_path.stem for h in LAUNCHERS[-1].started] == [
+        "measure-000", "measure-001", "measure-002", "measure-003"]
+    assert report.verdict is not None
+    assert report.verdict.kind == "equivalent"  # an A/A is never a win
+    assert report.verdict_line == ("defaults and defaults again are within ±5% of each other: "
+                                   "1.00x (1.00-1.00); neither beats the other by more than 5%")
+    assert exit_code(report) == EXIT_NO_GAIN
+    assert report.verdict_line in out.export_text().replace("\n", "")
+    written = json.loads(cfg.folder.measure.read_text())
+    assert written["verdict"]["kind"] == "equivalent"
+    client = MlflowClient(uri)
+    parent = [r for r in client.search_runs([client.get_experiment_by_name(
+        "measure-aa").experiment_id]) if r.data.tags.get("verdict")]
+    assert parent[0].data.tags["verdict"] == report.verdict_line
+    assert parent[0].data.metrics["ratio"] == 1.0

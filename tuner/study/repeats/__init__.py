@@ -1,6 +1,13 @@
 """The face of tuner.study.repeats: what other packages use of it; the rest is private."""
 
 from tuner.study.repeats.fresh_start import fresh_start, measure_repeats
+from tuner.study.repeats.paired import (
+    PairedOutcome,
+    Side,
+    interleaved,
+    measure_pairs,
+    paired_outcome,
+)
 from tuner.study.repeats.remeasure import (
     Candidate,
     MeasuredRun,
@@ -16,8 +23,8 @@ from tuner.study.repeats.remeasure_loop import Remeasurement, remeasure_study
 from tuner.study.repeats.remeasure_round import LOST, UNIT, RoundStatus, status_of_round
 
 __all__ = [
-    "Candidate", "LOST", "MeasuredRun", "RemeasureOutcome", "Remeasured", "Remeasurement",
-    "RoundStatus", "UNIT", "fresh_start", "measure_interleaved", "measure_repeats",
-    "pick_winner", "remeasure_study", "run_of", "status_of_round", "summarise_candidate",
-    "unresolved_step",
+    "Candidate", "LOST", "MeasuredRun", "PairedOutcome", "RemeasureOutcome", "Remeasured",
+    "Remeasurement", "RoundStatus", "Side", "UNIT", "fresh_start", "interleaved",
+    "measure_interleaved", "measure_pairs", "measure_repeats", "paired_outcome", "pick_winner",
+    "remeasure_study", "run_of", "status_of_round", "summarise_candidate", "unresolved_step",
 ]
