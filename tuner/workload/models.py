@@ -170,7 +170,9 @@ class CapacitySearch(StrictModel):
     tolerance: float = Field(default=0.1, gt=0, lt=1, description="earlier name: the width "
                              "(high - low) / low the bracket is narrowed to; resolution = "
                              "tolerance / 2")
-    max_steps: int = Field(default=8, ge=1, le=100)
+    max_steps: int = Field(default=12, ge=1, le=100, description="the most steps a search "
+                           "takes (a dozen resolve a capacity to ±5% in most searches: "
+                           "experiments/verdicts)")
     max_time_s: float = Field(default=600.0, gt=0)
     step_duration_s: float | None = Field(default=None, gt=0, description="least duration of "
                                           "each step; default: the workload's stop")
