@@ -13,7 +13,7 @@ import yaml
 from optuna.trial import TrialState
 from rich.table import Table
 
-from tuner.metrics import Interval, money
+from tuner.metrics import Interval, RatioVerdict, money
 from tuner.study import FAILED_COST, RunFolder, TrialResult
 from tuner.study.repeats import Remeasured, RemeasureOutcome
 from tuner.study.results import NoiseFloor, StudySummary
@@ -29,6 +29,8 @@ def study_verdict(engine: str, r: RemeasureOutcome | None, defaults: TrialResult
         return (f"{engine}'s defaults met no load within the SLOs; the best configuration "
                 f"(trial {best.number}) costs {money(best.cost_per_m_output_tokens)}/M output "
                 "tokens")
+    if r is not None and r.paired is not None and r.study_verdict is not None:
+        return paired_text(engine, r.paired, r.paired_trial, r.study_verdict)
     if r is None or r.tuning_delta is None or r.winner is None:
         ratio = (defaults.cost_per_m_output_tokens or 0) / (best.cost_per_m_output_tokens or 1)
         return f"tuning {engine} saved {ratio:.2f}x in the search (not re-measured)"
@@ -61,6 +63,21 @@ def study_verdict(engine: str, r: RemeasureOutcome | None, defaults: TrialResult
         held += (f" (less than the noise floor of {floor.value:.1%}, {floor.source}: not "
                  "resolved)")
     return saved_text(engine, d) + held
+
+
+def paired_text(engine: str, v: RatioVerdict, trial: int | None, kind: str) -> str:
+    """The study's verdict, side by side with the defaults on fresh starts: a win, nothing to
+    gain, or unresolved, with the ratio's interval."""
+    r = f"{v.resolution:.0%}"
+    if kind == "win":
+        return (f"tuned {engine} (trial {trial}) beats the defaults by {v.interval_text()}, "
+                f"resolved at ±{r}")
+    if kind == "no_gain":
+        return (f"no configuration of {engine} beats the defaults by more than {r} (best: "
+                f"trial {trial}, {v.interval_text()})")
+    return (f"unresolved: the best configuration of {engine} (trial {trial}) against the "
+            f"defaults {v.interval_text()} after {v.pairs} pairs of fresh starts, not decided "
+            f"at ±{r}; rerun with more starts (--repeats)")
 
 
 def not_met(m: Remeasured) -> int:

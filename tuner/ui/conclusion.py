@@ -94,6 +94,7 @@ def conclude(prep: PreparedStudy, state: StudyProgress, study: optuna.Study,
         remeasure=rm, tuning_delta=rm.tuning_delta if rm else None,
         noise_floor=floor,
         verdict=study_verdict(spec.display_name, rm, defaults, best, floor),
+        verdict_kind=rm.study_verdict if rm else None, comparison=rm.paired if rm else None,
         best_config=(winner.config if winner else best.config if best else None),
         best_command=ready_command(spec, best_trial, cfg.model, prep.served_name, hw.device),
         time=split, time_shares=split.shares(), pareto=front,
@@ -108,6 +109,7 @@ def conclude(prep: PreparedStudy, state: StudyProgress, study: optuna.Study,
                                          if m.objective})
     turn: AbstractContextManager[bool] = (finished.summary_turn() if finished
                                           else nullcontext(True))
+    c = summary.comparison
     with turn as ours:
         if ours:
             tracker.finish_study(
@@ -118,8 +120,14 @@ def conclude(prep: PreparedStudy, state: StudyProgress, study: optuna.Study,
                     "tuning_delta": summary.tuning_delta.value if summary.tuning_delta else None,
                     "startup_share": split.shares()["startup"],
                     "measurement_share": split.shares()["measurement"],
-                    "tuner_share": split.shares()["tuner"], "wall_s": wall}.items()
+                    "tuner_share": split.shares()["tuner"], "wall_s": wall,
+                    "ratio": c.ratio if c else None, "ratio_low": c.low if c else None,
+                    "ratio_high": c.high if c else None,
+                    "resolution": c.resolution if c else None}.items()
                     if v is not None},
+                tags={"verdict": summary.verdict,
+                      **({"verdict_kind": summary.verdict_kind} if summary.verdict_kind
+                         else {})},
                 artifacts=[("", out), *(("plots", p) for p in plots.values())],
                 texts={"best_config.yaml": best_config_yaml(spec.name, winner, best),
                        "launch_command.sh": "#!/bin/sh\n" + (summary.best_command or "# none")

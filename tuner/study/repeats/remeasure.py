@@ -14,11 +14,12 @@ carry the output tokens the bootstrap needs, so the summary needs no host's file
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -27,12 +28,15 @@ from tuner.loadgen import RequestRecord, read_records_csv
 from tuner.measurement import CapacityEstimate
 from tuner.metrics import (
     Interval,
+    RatioVerdict,
     RunSummary,
     RunTokens,
     cost_samples,
     interval,
     measured,
+    paired_verdict,
     point_cost,
+    pooled_spread,
     ratio_interval,
     window_ns,
 )
@@ -42,6 +46,7 @@ from tuner.study.run_folder import remeasure_tag
 from tuner.study.trial import TrialContext
 
 log = logging.getLogger(__name__)
+StudyVerdict = Literal["win", "no_gain", "unresolved"]
 
 
 @dataclass
@@ -76,6 +81,8 @@ class MeasuredRun(BaseModel):
         "(lowest failing - highest passing load) / highest passing, when the capacity was "
         "not interpolated between them: it is only known to lie in that step (None: "
         "interpolated, or no load failed)"))
+    bound: bool = Field(default=False, description="the capacity is a lower bound (no load "
+                        "failed): the start cannot be paired")
 
 
 class Remeasured(BaseModel):
@@ -107,6 +114,12 @@ class RemeasureOutcome(BaseModel):
     tuning_delta: Interval | None
     runs: list[MeasuredRun]
     timing: Timing
+    paired: RatioVerdict | None = None
+    """The side-by-side verdict of the best re-measured configuration against the defaults:
+    each repeat's starts of the two paired, the level shared over the candidates."""
+    paired_trial: int | None = None
+    study_verdict: StudyVerdict | None = None
+    """win, no_gain (nothing beats the defaults by more than the resolution) or unresolved."""
 
 
 def pick_candidates(results: list[TrialResult], top: int) -> list[TrialResult]:
@@ -160,7 +173,7 @@ def run_of(engine: str, result: TrialResult, rep: int, usd_per_hour: float) -> M
     """A fresh start's trial result as a re-measurement run."""
     run = MeasuredRun(engine=engine, trial=result.number, defaults=result.defaults, repeat=rep,
                       load=result.max_load or 0.0, usd_per_hour=usd_per_hour,
-                      records_path=result.records_path)
+                      records_path=result.records_path, bound=result.capacity_bound)
     cap = result.capacity
     if result.outcome != "ok":
         run.failure = f"{result.outcome}: {result.detail}"
@@ -242,7 +255,8 @@ def pick_winner(candidates: list[Remeasured]) -> Remeasured | None:
 
 
 def outcome_of(engine: str, picked: list[TrialResult], runs: list[MeasuredRun], seed: int,
-               timing: Timing, tokens_of: TokensOf = tokens_from_records) -> RemeasureOutcome:
+               timing: Timing, tokens_of: TokensOf = tokens_from_records,
+               resolution: float = 0.05) -> RemeasureOutcome:
     """One engine's re-measured candidates (``picked``, from their ``runs``), the winner and
     the tuning delta."""
     summarised = [summarise_candidate(engine, t, runs, seed, tokens_of) for t in picked]
@@ -254,5 +268,41 @@ def outcome_of(engine: str, picked: list[TrialResult], runs: list[MeasuredRun], 
     if winner is not None and defaults is not None and defaults.cost and winner.cost:
         delta = ratio_interval(defaults.cost.value, samples[defaults.trial],
                                winner.cost.value, samples[winner.trial])
+    paired, paired_trial, study = against_defaults(runs, picked, resolution)
     return RemeasureOutcome(candidates=out, winner=winner, defaults=defaults,
-                            tuning_delta=delta, runs=runs, timing=timing)
+                            tuning_delta=delta, runs=runs, timing=timing, paired=paired,
+                            paired_trial=paired_trial, study_verdict=study)
+
+
+def _pairable(run: MeasuredRun) -> bool:
+    return run.failure is None and run.load > 0 and not run.bound
+
+
+def against_defaults(runs: list[MeasuredRun], picked: list[TrialResult], resolution: float
+                     ) -> tuple[RatioVerdict | None, int | None, StudyVerdict | None]:
+    """Each candidate against the defaults, paired repeat by repeat (the defaults' cost over
+    the candidate's: capacity ratio times price ratio), its level shared over the
+    candidates. The study's: a win (the decided win with the highest lower bound), nothing
+    to gain (every candidate decided equivalent or worse; the best of them shown), or
+    unresolved (the best candidate's interval shown)."""
+    base = {r.repeat: r for r in runs if r.defaults and _pairable(r)}
+    others = [t for t in picked if not t.defaults]
+    groups = [[r.load for r in runs if r.trial == t.number and _pairable(r)] for t in picked]
+    pooled = pooled_spread(groups)
+    found: list[tuple[RatioVerdict, int]] = []
+    for t in others:
+        logs = [math.log(d.usd_per_hour * r.load / (r.usd_per_hour * d.load))
+                for r in runs if r.trial == t.number and _pairable(r)
+                and (d := base.get(r.repeat)) is not None]
+        if logs:
+            found.append((paired_verdict(logs, resolution, pooled=pooled,
+                                         family=len(others)), t.number))
+    if not found:
+        return None, None, None
+    wins = [f for f in found if f[0].kind == "better"]
+    if wins:
+        verdict, trial = max(wins, key=lambda f: f[0].low or 0.0)
+        return verdict, trial, "win"
+    verdict, trial = max(found, key=lambda f: f[0].ratio)
+    settled = all(v.kind in ("equivalent", "worse") for v, _ in found)
+    return verdict, trial, "no_gain" if settled else "unresolved"

@@ -95,7 +95,8 @@ def remeasure_study(cfg: StudyConfig, ctx: TrialContext, study: optuna.Study,
                         lambda: plan_for(ctx.spec.name, state.results,
                                          top=record.remeasure_top,
                                          repeats=record.remeasure_repeats, seed=record.seed,
-                                         usd_per_hour=ctx.workload.cost.usd_per_hour_for))
+                                         usd_per_hour=ctx.workload.cost.usd_per_hour_for,
+                                         resolution=ctx.workload.capacity.search_resolution()))
     timing = take_units(ctx, round_, float(record.heartbeat_s), poll_s)
     return Remeasurement(assemble(round_, timing), round_, float(record.heartbeat_s))
 

@@ -64,6 +64,8 @@ class RoundPlan(StrictModel):
     candidates: list[TrialResult]
     usd_per_hour: list[float]
     """Each candidate's hourly cost (for a unit no worker finished)."""
+    resolution: float = 0.05
+    """The difference the verdict against the defaults decides (rounds planned before it: 5%)."""
 
 
 @dataclass(frozen=True)
@@ -78,12 +80,13 @@ def round_name(study: str, record: StudyRecord) -> str:
 
 
 def plan_for(engine: str, results: list[TrialResult], *, top: int, repeats: int, seed: int,
-             usd_per_hour: Callable[[int], float]) -> RoundPlan:
+             usd_per_hour: Callable[[int], float], resolution: float = 0.05) -> RoundPlan:
     """The round of a finished search: its candidates picked from every worker's results;
     ``usd_per_hour`` of a number of accelerators."""
     picked = pick_candidates(results, top)
     return RoundPlan(engine=engine, seed=seed, repeats=repeats, candidates=picked,
-                     usd_per_hour=[usd_per_hour(c.accelerators) for c in picked])
+                     usd_per_hour=[usd_per_hour(c.accelerators) for c in picked],
+                     resolution=resolution)
 
 
 def open_round(storage: BaseStorage, name: str, plan: Callable[[], RoundPlan]
@@ -212,7 +215,7 @@ def assemble(round_: optuna.Study, timing: Timing | None = None) -> RemeasureOut
                     np.array(stored["tokens"], dtype=np.float64), stored["window_s"],
                     stored["scale"])
     return outcome_of(plan.engine, plan.candidates, runs, plan.seed, timing or Timing(),
-                      lambda r: tokens[r.trial, r.repeat])
+                      lambda r: tokens[r.trial, r.repeat], resolution=plan.resolution)
 
 
 class RunningUnit(BaseModel):

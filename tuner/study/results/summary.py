@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tuner.metrics import Interval
+from tuner.metrics import Interval, RatioVerdict
 from tuner.study.outcome import TrialResult
 from tuner.study.repeats import Remeasured, RemeasureOutcome, unresolved_step
 from tuner.study.results.pareto import TradeOff
@@ -80,6 +80,12 @@ class StudySummary(BaseModel):
     tuning_delta: Interval | None
     noise_floor: NoiseFloor | None = None
     verdict: str
+    verdict_kind: str | None = Field(default=None, description="win, no_gain or unresolved: "
+                                     "the side-by-side verdict against the defaults on fresh "
+                                     "starts (None: no re-measurement to decide it)")
+    comparison: RatioVerdict | None = Field(default=None, description="that verdict's ratio "
+                                            "(the defaults' cost over the configuration's), "
+                                            "interval and resolution")
     best_config: dict[str, Any] | None
     best_command: str | None
     time: TimeSplit
