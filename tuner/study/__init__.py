@@ -8,7 +8,7 @@ from tuner.study.outcome import Outcome, Timing, TrialResult, cheapest, defaults
 from tuner.study.policy import FAILED_COST
 from tuner.study.record import RECORD_ATTR, StudyRecord, config_from, parse_record, record_of
 from tuner.study.replay import ENCODINGS, GRID_ORDER, MeasuredTable, TableRow, replay
-from tuner.study.run_folder import RunFolder
+from tuner.study.run_folder import OutboxFiles, RunFolder
 from tuner.study.samplers import DEFAULT_SAMPLER, SAMPLERS, STARTUP_TRIALS
 from tuner.study.space import CategoricalKnob, SearchSpace, load_search_space
 from tuner.study.state import StudyProgress
@@ -18,10 +18,10 @@ from tuner.study.trial import TrialContext
 
 __all__ = [
     "CategoricalKnob", "DEFAULT_SAMPLER", "ENCODINGS", "FAILED_COST", "GRID_ORDER",
-    "HttpMeasurer", "MeasuredTable", "Measurer", "NullTracker", "Outcome", "RECORD_ATTR",
-    "RunFolder", "SAMPLERS", "STARTUP_TRIALS", "SearchSpace", "StudyConfig", "StudyProgress",
-    "StudyRecord", "StudyStatus", "TableRow", "Timing", "Tracker", "TrialContext",
-    "TrialResult", "cheapest", "check_enqueued", "config_from", "defaults_trial",
-    "load_search_space", "parse_record", "ranked", "record_of", "replay", "results_summary",
-    "run_search", "study_status",
+    "HttpMeasurer", "MeasuredTable", "Measurer", "NullTracker", "OutboxFiles", "Outcome",
+    "RECORD_ATTR", "RunFolder", "SAMPLERS", "STARTUP_TRIALS", "SearchSpace", "StudyConfig",
+    "StudyProgress", "StudyRecord", "StudyStatus", "TableRow", "Timing", "Tracker",
+    "TrialContext", "TrialResult", "cheapest", "check_enqueued", "config_from",
+    "defaults_trial", "load_search_space", "parse_record", "ranked", "record_of", "replay",
+    "results_summary", "run_search", "study_status",
 ]

@@ -75,11 +75,11 @@ def config_from(record: StudyRecord, *, name: str, storage: str, out_dir: Path,
     options (``host``: launcher details, load-generator workers; None keeps the study's). The
     workload and the search space are written to ``<out>/<study>/shared/``
     (a workload naming other files needs them at the same absolute path on every host)."""
-    folder = RunFolder(out_dir / name).shared
-    folder.mkdir(parents=True, exist_ok=True)
-    workload = folder / f"{record.workload_name}.yaml"
+    run = RunFolder(out_dir / name)
+    run.shared.mkdir(parents=True, exist_ok=True)
+    workload = run.shared_workload(record.workload_name)
     workload.write_text(record.workload_yaml)
-    space = folder / "search_space.yaml"
+    space = run.shared_space
     space.write_text(record.search_space_yaml)
     data: dict[str, Any] = dict(
         record.model_dump(include=set(SPEC_FIELDS)), workload=workload, search_space=space,

@@ -126,6 +126,35 @@ class RunFolder:
         """A worker's copies of the study's workload and search space (from its record)."""
         return self.root / "shared"
 
+    def shared_workload(self, name: str) -> Path:
+        return self.shared / f"{name}.yaml"
+
+    @property
+    def shared_space(self) -> Path:
+        return self.shared / "search_space.yaml"
+
     @property
     def outbox(self) -> Path:
         return self.root / "tracking-pending"
+
+
+@dataclass(frozen=True)
+class OutboxFiles:
+    """The files of a study's outbox (``tracking-pending/``): where its records go, each
+    trial's record, the study's end."""
+
+    root: Path
+
+    @property
+    def target(self) -> Path:
+        return self.root / "target.json"
+
+    @property
+    def end(self) -> Path:
+        return self.root / "study-end.json"
+
+    def trial(self, number: int) -> Path:
+        return self.root / f"{trial_tag(number)}.json"
+
+    def trials(self) -> list[Path]:
+        return sorted(self.root.glob("trial-*.json"))

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from tuner.core import without_password
 from tuner.host import write_atomic
-from tuner.study import TrialResult
+from tuner.study import OutboxFiles, TrialResult
 
 
 class Target(BaseModel):
@@ -43,56 +43,54 @@ class StudyEnd(BaseModel):
 
 
 class Outbox:
-    """The pending records of one run folder."""
+    """The pending records of one run folder (its files named by the study's RunFolder)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self.files = OutboxFiles(folder)
 
     def keep_target(self, uri: str, experiment_id: str, parent_id: str) -> None:
-        write_atomic(self.folder / "target.json", Target(
+        write_atomic(self.files.target, Target(
             uri=without_password(uri), experiment_id=experiment_id,
             parent_id=parent_id).model_dump_json(indent=2))
 
     def target(self) -> Target | None:
-        path = self.folder / "target.json"
+        path = self.files.target
         return Target.model_validate_json(path.read_text()) if path.is_file() else None
 
     def keep_trial(self, result: TrialResult) -> None:
-        write_atomic(self.folder / f"trial-{result.number:03d}.json",
-                     result.model_dump_json(indent=2))
+        write_atomic(self.files.trial(result.number), result.model_dump_json(indent=2))
 
     def keep_end(self, end: StudyEnd) -> None:
-        write_atomic(self.folder / "study-end.json", end.model_dump_json(indent=2))
+        write_atomic(self.files.end, end.model_dump_json(indent=2))
 
     def trials(self) -> list[TrialResult]:
         """The kept trials, by number."""
-        found = [TrialResult.model_validate_json(p.read_text())
-                 for p in self.folder.glob("trial-*.json")]
+        found = [TrialResult.model_validate_json(p.read_text()) for p in self.files.trials()]
         return sorted(found, key=lambda r: r.number)
 
     def end(self) -> StudyEnd | None:
-        path = self.folder / "study-end.json"
+        path = self.files.end
         return StudyEnd.model_validate_json(path.read_text()) if path.is_file() else None
 
     def delivered_trial(self, number: int) -> None:
         with contextlib.suppress(FileNotFoundError):
-            (self.folder / f"trial-{number:03d}.json").unlink()
+            self.files.trial(number).unlink()
 
     def delivered_end(self) -> None:
         with contextlib.suppress(FileNotFoundError):
-            (self.folder / "study-end.json").unlink()
+            self.files.end.unlink()
 
     def pending(self) -> int:
         """Records not delivered yet."""
         if not self.folder.is_dir():
             return 0
-        return len(list(self.folder.glob("trial-*.json"))) + int(
-            (self.folder / "study-end.json").is_file())
+        return len(self.files.trials()) + int(self.files.end.is_file())
 
     def tidy(self) -> None:
         """Once nothing is pending, the folder goes (its target with it)."""
         if self.pending() == 0 and self.folder.is_dir():
             with contextlib.suppress(FileNotFoundError):
-                (self.folder / "target.json").unlink()
+                self.files.target.unlink()
             with contextlib.suppress(OSError):
                 self.folder.rmdir()
