@@ -141,6 +141,10 @@ def tune(
     repeats: Annotated[int, typer.Option(
         help="fresh starts per re-measured config (two or more: the interval then includes "
         "how much a restart moves the capacity)")] = 2,
+    resolution: Annotated[str | None, typer.Option(
+        help="the smallest relative difference the capacity search and the verdict against "
+        "the defaults resolve (0 to 0.5); default: the workload's capacity.resolution, 0.05"
+        )] = None,
     enqueue: Annotated[Path | None, typer.Option(
         help="YAML of configurations (or a list of them) to try first")] = None,
     warm_start: Annotated[Path | None, typer.Option(
@@ -179,7 +183,7 @@ def tune(
 
     def go() -> None:
         from tuner.commands.tune import parse_enqueue, tune_command, warm_start_configs
-        from tuner.core import validate
+        from tuner.core import parse_resolution, validate
         from tuner.study import StudyConfig
 
         cfg = validate(StudyConfig, dict(
@@ -191,6 +195,7 @@ def tune(
             sampler=sampler, intensify=intensify, search_space=search_space,
             remeasure_top=remeasure_top,
             remeasure_repeats=repeats,
+            resolution=None if resolution is None else parse_resolution(resolution),
             enqueue=parse_enqueue(enqueue) + warm_start_configs(warm_start, engine or ""),
             device=device, parallel=parallel,
             startup_timeout_s=startup_timeout, served_name=served_name, workers=workers,
@@ -369,13 +374,8 @@ def measure(
 
     def go() -> None:
         nonlocal verdict_code
-        from tuner.commands.measure import (
-            config_to_measure,
-            exit_code,
-            measure_command,
-            parse_resolution,
-        )
-        from tuner.core import ConfigError, validate
+        from tuner.commands.measure import config_to_measure, exit_code, measure_command
+        from tuner.core import ConfigError, parse_resolution, validate
         from tuner.study import StudyConfig
         from tuner.study.repeats import Side
 

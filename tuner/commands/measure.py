@@ -85,18 +85,6 @@ def config_to_measure(config: str, study_dir: Path | None, trial: int | None
     return data, False
 
 
-def parse_resolution(text: str) -> float:
-    """``--resolution``'s value, or a one-line error naming it."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < 0.5:
-        raise ConfigError(f"--resolution {text}: give a relative difference between 0 and "
-                          "0.5, such as 0.05 for ±5%")
-    return value
-
-
 def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, Any],
                     defaults: bool, repeats: int, console: Console,
                     progress_console: Console, engine_factory: EngineFactory = real_engines,

@@ -129,9 +129,22 @@ def host_for(cfg: StudyConfig, settings: Settings) -> Hardware:
     return hw
 
 
+def with_resolution(workload: Workload, resolution: float | None) -> Workload:
+    """The workload with the command line's ``--resolution``, which wins over its
+    ``capacity.resolution`` (or ``tolerance``), saying so in one line when it had one."""
+    if resolution is None:
+        return workload
+    given = workload.capacity.model_fields_set & {"resolution", "tolerance"}
+    if given:
+        log.warning("--resolution %g wins over the workload's capacity.%s (±%g)", resolution,
+                    sorted(given)[0], workload.capacity.search_resolution())
+    capacity = workload.capacity.model_copy(update={"resolution": resolution})
+    return workload.model_copy(update={"capacity": capacity})
+
+
 def prepare(cfg: StudyConfig, settings: Settings,
             engine_factory: EngineFactory = real_engines) -> Prepared:
-    workload = load_workload(cfg.workload)
+    workload = with_resolution(load_workload(cfg.workload), cfg.resolution)
     spec = load_engine_spec(cfg.engine)
     space = load_search_space(cfg.search_space or cfg.engine)
     if space.engine != spec.name:

@@ -67,3 +67,16 @@ def _parsed(text: str) -> Any:
     is not used: it accepts and reads some files differently, and says less of what is wrong.)
     An error is not kept: the same text is parsed again, and fails the same way."""
     return yaml.safe_load(text)
+
+
+def parse_resolution(text: str, flag: str = "--resolution") -> float:
+    """A resolution given on the command line (a relative difference in (0, 0.5)), or a
+    one-line error naming the flag and what to give."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 0.5:
+        raise ConfigError(f"{flag} {text}: give a relative difference between 0 and 0.5, such "
+                          "as 0.05 for ±5%")
+    return value

@@ -35,6 +35,9 @@ class StudySpec(StrictModel):
                          + ", ".join(SAMPLERS))
     remeasure_top: int = Field(default=2, ge=0, le=20)
     remeasure_repeats: int = Field(default=2, ge=1, le=20)
+    resolution: float | None = Field(default=None, gt=0, lt=0.5, description="the smallest "
+                                     "relative difference the capacity search and the verdict "
+                                     "resolve; default: the workload's capacity.resolution")
     enqueue: list[dict[str, Any]] = Field(default_factory=list,
                                           description="configurations to try first")
     device: Literal["auto", "cpu", "gpu"] = "auto"
