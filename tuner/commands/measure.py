@@ -20,7 +20,7 @@ from tuner.commands.prepare import EngineFactory, prepare, real_engines
 from tuner.core import EXIT_NO_GAIN, EXIT_UNRESOLVED, ConfigError, Settings, load_yaml
 from tuner.host import running_on
 from tuner.launch import guarded
-from tuner.metrics import PooledSpread, RatioVerdict, Spread, pooled_spread, spread
+from tuner.metrics import RatioVerdict, Spread, spread
 from tuner.report import measure_table, spread_lines
 from tuner.study import RunFolder, StudyConfig, TrialResult
 from tuner.study.repeats import (
@@ -54,9 +54,6 @@ class MeasureReport(BaseModel):
     verdict: RatioVerdict | None = None
     """Paired: the interval of the configuration's advantage (the other's cost over its)."""
     verdict_line: str | None = None
-    start_spread: PooledSpread | None = None
-    """The start-to-start spread of capacity, pooled over the configurations measured (one-way:
-    within each), with its upper 95% bound: this host and engine's noise floor."""
     left_out: list[str] = Field(default_factory=list, description="pairs the verdict could "
                                 "not count, with why")
     wall_s: float
@@ -134,7 +131,6 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
         verdict=paired.verdict if paired else None,
         verdict_line=verdict_line(paired, a, against) if paired and against else None,
         left_out=paired.left_out if paired else [],
-        start_spread=pooled_spread(capacities_by_side(results, sides)),
         wall_s=time.monotonic() - t0)
     out = cfg.folder.measure
     out.write_text(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
@@ -159,9 +155,6 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
         console.print(f"{report.bounds} of {len(mine)} starts found no load that failed: "
                       "their capacity is a lower bound, left out of the spread; raise "
                       "capacity.max_load or capacity.max_steps", highlight=False)
-    if report.start_spread is not None:
-        console.print(f"start-to-start CV of capacity: {report.start_spread.text()}",
-                      highlight=False)
     for why in report.left_out:
         console.print(f"left out of the verdict: {why}", highlight=False)
     if report.verdict_line:
@@ -169,13 +162,6 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
     console.print(f"{len([r for r in results if r.feasible])} of {starts} starts met the SLOs; "
                   f"{time.monotonic() - t0:.0f}s in all; figures in {out}")
     return report
-
-
-def capacities_by_side(results: list[TrialResult], sides: list[str]) -> list[list[float]]:
-    """Each configuration's bracketed capacities, the starts that met the SLOs."""
-    return [[r.max_load for r, side in zip(results, sides, strict=True)
-             if side == name and r.feasible and not r.capacity_bound and r.max_load is not None]
-            for name in dict.fromkeys(sides)]
 
 
 def verdict_line(paired: PairedOutcome, a: Side, b: Side) -> str:

@@ -83,8 +83,7 @@ def conclude(prep: PreparedStudy, state: StudyProgress, study: optuna.Study,
     best = cheapest(state.results)
     winner = rm.winner if rm else None
     best_trial = next((r for r in state.results if winner and r.number == winner.trial), best)
-    floor = noise_floor(defaults, rm.defaults if rm else None,
-                        rm.start_spread if rm else None)
+    floor = noise_floor(defaults, rm.defaults if rm else None)
     points = tradeoff_points(state.results)
     front = pareto_front(points)
     summary = StudySummary(

@@ -28,7 +28,6 @@ from tuner.loadgen import RequestRecord, read_records_csv
 from tuner.measurement import CapacityEstimate
 from tuner.metrics import (
     Interval,
-    PooledSpread,
     RatioVerdict,
     RunSummary,
     RunTokens,
@@ -120,8 +119,6 @@ class RemeasureOutcome(BaseModel):
     each repeat's starts of the two paired, the level shared over the candidates."""
     paired_trial: int | None = None
     study_verdict: StudyVerdict | None = None
-    start_spread: PooledSpread | None = None
-    """The start-to-start spread of capacity, pooled over the candidates' fresh starts."""
     """win, no_gain (nothing beats the defaults by more than the resolution) or unresolved."""
 
 
@@ -274,17 +271,11 @@ def outcome_of(engine: str, picked: list[TrialResult], runs: list[MeasuredRun], 
     paired, paired_trial, study = against_defaults(runs, picked, resolution)
     return RemeasureOutcome(candidates=out, winner=winner, defaults=defaults,
                             tuning_delta=delta, runs=runs, timing=timing, paired=paired,
-                            paired_trial=paired_trial, study_verdict=study,
-                            start_spread=pooled_spread(start_groups(runs, picked)))
+                            paired_trial=paired_trial, study_verdict=study)
 
 
 def _pairable(run: MeasuredRun) -> bool:
     return run.failure is None and run.load > 0 and not run.bound
-
-
-def start_groups(runs: list[MeasuredRun], picked: list[TrialResult]) -> list[list[float]]:
-    """Each candidate's capacities on the fresh starts that can be compared."""
-    return [[r.load for r in runs if r.trial == t.number and _pairable(r)] for t in picked]
 
 
 def against_defaults(runs: list[MeasuredRun], picked: list[TrialResult], resolution: float
@@ -296,7 +287,8 @@ def against_defaults(runs: list[MeasuredRun], picked: list[TrialResult], resolut
     unresolved (the best candidate's interval shown)."""
     base = {r.repeat: r for r in runs if r.defaults and _pairable(r)}
     others = [t for t in picked if not t.defaults]
-    pooled = pooled_spread(start_groups(runs, picked))
+    groups = [[r.load for r in runs if r.trial == t.number and _pairable(r)] for t in picked]
+    pooled = pooled_spread(groups)
     found: list[tuple[RatioVerdict, int]] = []
     for t in others:
         logs = [math.log(d.usd_per_hour * r.load / (r.usd_per_hour * d.load))
