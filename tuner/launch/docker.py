@@ -119,6 +119,10 @@ def container_spec(request: LaunchRequest, *, image: str, port: int, network: Ne
         "mounts": mounts,
         "detach": True,
         "name": None,
+        # Docker's init as PID 1 passes the stop's SIGTERM on: an engine that is PID 1 itself
+        # ignores it until it installs a handler (the kernel's rule for PID 1), so a container
+        # stopped while the engine imports waited out the whole grace period, then SIGKILL.
+        "init": True,
     }
     if user is not None and launch.run_as_user:
         kwargs["user"] = user
