@@ -7,7 +7,10 @@ Over the steady window of an open-loop run (first send ``a`` to last send ``b``,
 - throughput: output tokens delivered in ``[a + r, b]`` against the output tokens planned for
   the requests sent in ``[a, b - r]``: the same length of time, shifted by the latency, so an
   engine that keeps up delivers what was offered (ratio about 1) and one that falls behind
-  delivers less;
+  delivers less. The window holds whole requests on one side and tokens on the other, so a
+  short step can miss up to one request's tokens by where its edges fall: the check allows
+  the largest request offered (:meth:`KeepUp.ratio_high`), which in a 10-request step is a
+  tenth of the load and in a 1000-request step nothing;
 - backlog: requests in flight at ``b`` against the steady state the load implies (Little's
   law: send rate x the median latency of the earliest third of the completed requests, taken
   before a backlog, if any, has built up).
@@ -31,11 +34,18 @@ class KeepUp:
     delivered_tokens_per_s: float
     in_flight: int
     steady_in_flight: float
+    largest_request_tokens: float = 0.0
+    """The most output tokens one offered request planned, per second of the window."""
 
     @property
     def ratio(self) -> float:
         """Delivered / offered output tokens over the steady window."""
         return self.delivered_tokens_per_s / self.offered_tokens_per_s
+
+    def ratio_high(self) -> float:
+        """The ratio with one request's tokens more: what the window's edges may hide."""
+        return (self.delivered_tokens_per_s + self.largest_request_tokens
+                ) / self.offered_tokens_per_s
 
     def backlog_limit(self, factor: float = 3.0, slack: int = 8) -> float:
         return factor * self.steady_in_flight + slack
@@ -53,7 +63,8 @@ def keep_up(records: Sequence[RequestRecord]) -> KeepUp | None:
     span = b - a - ramp
     if span <= 0:
         return None
-    offered = sum(r.planned_output_tokens for r in records if a <= r.sent_ns <= b - ramp)
+    planned = [r.planned_output_tokens for r in records if a <= r.sent_ns <= b - ramp]
+    offered = sum(planned)
     delivered = sum(tokens for r in records
                     for at, tokens in zip(r.chunk_ns, r.chunk_tokens, strict=False)
                     if a + ramp <= at <= b)
@@ -69,4 +80,5 @@ def keep_up(records: Sequence[RequestRecord]) -> KeepUp | None:
                        if early else 0.0)
     return KeepUp(offered_tokens_per_s=offered / (span / NS),
                   delivered_tokens_per_s=delivered / (span / NS), in_flight=in_flight,
-                  steady_in_flight=rate * early_latency_s)
+                  steady_in_flight=rate * early_latency_s,
+                  largest_request_tokens=max(planned) / (span / NS))
