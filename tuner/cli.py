@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tuner import __version__, cli_help
-from tuner.core import EXIT_INTERRUPTED, Settings, TunerError
+from tuner.core import EXIT_INTERRUPTED, Settings, TunerError, study_exit_code
 from tuner.host import out_of_space, what_filled
 
 if TYPE_CHECKING:
@@ -141,6 +141,11 @@ def tune(
     repeats: Annotated[int, typer.Option(
         help="fresh starts per re-measured config (two or more: the interval then includes "
         "how much a restart moves the capacity)")] = 2,
+    race: Annotated[int | None, typer.Option(
+        help="race the re-measurement: after --repeats, add a fresh start of the defaults "
+        "and of each candidate whose verdict against them is not yet decided at "
+        "--resolution, a repeat at a time, up to this many starts each or until the time "
+        "budget ends (default: no race)")] = None,
     resolution: Annotated[str | None, typer.Option(
         help="the smallest relative difference the capacity search and the verdict against "
         "the defaults resolve (0 to 0.5); default: the workload's capacity.resolution, 0.05"
@@ -161,6 +166,10 @@ def tune(
     heartbeat: Annotated[int, typer.Option(
         help="seconds between a running trial's heartbeats in the storage; a trial silent "
         "for 4 of them (its worker died) is failed and run again by another")] = 30,
+    verdict_exit: Annotated[bool, typer.Option(
+        help="end with the verdict's exit code: 0 a resolved win over the defaults, 4 "
+        "nothing beats them by more than --resolution, 5 unresolved (or nothing "
+        "re-measured)")] = False,
     debug: Debug = False,
     version: Annotated[bool, typer.Option(
         "--version", is_eager=True, help="print the tuner's version and exit")] = False,
@@ -181,7 +190,10 @@ def tune(
         raise fail(f"{', '.join(missing)} missing: tune --engine vllm --workload w.yaml "
                    "--model DIR", 2)
 
+    verdict_code = 0
+
     def go() -> None:
+        nonlocal verdict_code
         from tuner.commands.tune import parse_enqueue, tune_command, warm_start_configs
         from tuner.core import parse_resolution, validate
         from tuner.study import StudyConfig
@@ -194,15 +206,19 @@ def tune(
             tracking_uri=tracking_uri or settings.tracking_uri, out_dir=out, seed=seed,
             sampler=sampler, intensify=intensify, search_space=search_space,
             remeasure_top=remeasure_top,
-            remeasure_repeats=repeats,
+            remeasure_repeats=repeats, race_repeats=race,
             resolution=None if resolution is None else parse_resolution(resolution),
             enqueue=parse_enqueue(enqueue) + warm_start_configs(warm_start, engine or ""),
             device=device, parallel=parallel,
             startup_timeout_s=startup_timeout, served_name=served_name, workers=workers,
             heartbeat_s=heartbeat), "options")
-        tune_command(cfg, settings, out_console, err, engine_factory_of(ctx))
+        summary = tune_command(cfg, settings, out_console, err, engine_factory_of(ctx))
+        if verdict_exit:
+            verdict_code = study_exit_code(summary.verdict_kind)
 
     run_cli(go, debug)
+    if verdict_code:
+        raise typer.Exit(verdict_code)
 
 
 Study = Annotated[str, typer.Option("--study", help="the study's name in the storage")]

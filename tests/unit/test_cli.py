@@ -143,3 +143,28 @@ def test_the_tracking_uri_comes_from_the_environment(monkeypatch: pytest.MonkeyP
                                         "--model", "m", "--tracking-uri", "sqlite:///x.db"],
                               env={"TUNER_TRACKING_URI": uri})
     assert seen[1].tracking == "sqlite:///x.db"  # the option wins over the environment
+
+
+@pytest.mark.parametrize(("kind", "code"), [("win", 0), ("no_gain", 4), ("unresolved", 5),
+                                            (None, 5)])
+def test_verdict_exit_tells_the_three_verdicts_apart(monkeypatch: pytest.MonkeyPatch,
+                                                     kind: str | None, code: int) -> None:
+    from types import SimpleNamespace
+
+    from typer.testing import CliRunner
+
+    from tuner import cli
+    from tuner.commands import tune as tune_module
+
+    monkeypatch.setattr(tune_module, "tune_command",
+                        lambda cfg, *a: SimpleNamespace(verdict_kind=kind))
+    args = ["--engine", "vllm", "--workload", str(WORKLOAD), "--model", "m"]
+    assert CliRunner().invoke(cli.app, [*args, "--verdict-exit"]).exit_code == code
+    assert CliRunner().invoke(cli.app, args).exit_code == 0  # without it: done is done
+
+
+def test_a_race_no_longer_than_the_repeats_is_bad_input(tmp_path: Path) -> None:
+    done = tune("--engine", "vllm", "--workload", str(WORKLOAD), "--model", "m",
+                "--repeats", "3", "--race", "3", "--out", str(tmp_path))
+    one_line_error(done, 2, "options: race_repeats: must be more than the re-measurement's "
+                   "repeats (3)")

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tuner.commands.measure import config_to_measure
 from tuner.commands.tune import parse_enqueue
 from tuner.engines import parse_engine_spec
 from tuner.study import load_search_space
@@ -28,6 +29,8 @@ def kind(path: Path) -> str:
         return "enqueue"
     if path.name.startswith("grid-"):
         return "grid"
+    if "controls" in rel:  # experiments/verdicts/controls: tune measure --config files
+        return "config"
     return "other"
 
 
@@ -53,6 +56,10 @@ def test_yaml_file_is_valid(path: Path) -> None:
         spec = parse_engine_spec(REPO / "engines" / f"{grid['engine']}.yaml")
         assert set(grid["knobs"]) <= set(spec.knobs), grid["knobs"]
         assert all(isinstance(v, list) and v for v in grid["knobs"].values()), grid["knobs"]
+    elif k == "config":
+        knobs, defaults = config_to_measure(str(path), None, None)
+        assert not defaults
+        assert set(knobs) <= set(parse_engine_spec(REPO / "engines" / "vllm.yaml").knobs), knobs
     else:
         pytest.fail(f"{path}: no validator knows this YAML file; add one here")
 

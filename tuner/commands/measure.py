@@ -20,7 +20,7 @@ from tuner.commands.prepare import EngineFactory, prepare, real_engines
 from tuner.core import EXIT_NO_GAIN, EXIT_UNRESOLVED, ConfigError, Settings, load_yaml
 from tuner.host import running_on
 from tuner.launch import guarded
-from tuner.metrics import RatioVerdict, Spread, spread
+from tuner.metrics import PooledSpread, RatioVerdict, Spread, pooled_spread, spread
 from tuner.report import measure_table, spread_lines
 from tuner.study import RunFolder, StudyConfig, TrialResult
 from tuner.study.repeats import (
@@ -31,6 +31,7 @@ from tuner.study.repeats import (
     measure_repeats,
     paired_outcome,
 )
+from tuner.study.results import save_noise_record
 from tuner.ui import progress_display
 
 
@@ -54,6 +55,9 @@ class MeasureReport(BaseModel):
     verdict: RatioVerdict | None = None
     """Paired: the interval of the configuration's advantage (the other's cost over its)."""
     verdict_line: str | None = None
+    start_spread: PooledSpread | None = None
+    """The start-to-start spread of capacity, pooled over the configurations measured (one-way:
+    within each), with its upper 95% bound: this host and engine's noise floor."""
     left_out: list[str] = Field(default_factory=list, description="pairs the verdict could "
                                 "not count, with why")
     wall_s: float
@@ -131,9 +135,13 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
         verdict=paired.verdict if paired else None,
         verdict_line=verdict_line(paired, a, against) if paired and against else None,
         left_out=paired.left_out if paired else [],
+        start_spread=pooled_spread(capacities_by_side(results, sides)),
         wall_s=time.monotonic() - t0)
     out = cfg.folder.measure
     out.write_text(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
+    kept = None if report.start_spread is None else save_noise_record(
+        settings.cache_dir, report.start_spread, engine=prep.spec.name,
+        engine_version=prep.engine_version, host=report.hardware, workload=cfg.workload.name)
     v = report.verdict
     prep.tracker.finish_study(
         metrics={k: val for k, val in {
@@ -155,6 +163,12 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
         console.print(f"{report.bounds} of {len(mine)} starts found no load that failed: "
                       "their capacity is a lower bound, left out of the spread; raise "
                       "capacity.max_load or capacity.max_steps", highlight=False)
+    if report.start_spread is not None:
+        console.print(f"start-to-start CV of capacity: {report.start_spread.text()}",
+                      highlight=False)
+        console.print(f"kept as this host's noise for {prep.spec.name} {prep.engine_version} "
+                      f"(studies here start from it when they pool too few starts): {kept}",
+                      highlight=False)
     for why in report.left_out:
         console.print(f"left out of the verdict: {why}", highlight=False)
     if report.verdict_line:
@@ -162,6 +176,13 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
     console.print(f"{len([r for r in results if r.feasible])} of {starts} starts met the SLOs; "
                   f"{time.monotonic() - t0:.0f}s in all; figures in {out}")
     return report
+
+
+def capacities_by_side(results: list[TrialResult], sides: list[str]) -> list[list[float]]:
+    """Each configuration's bracketed capacities, the starts that met the SLOs."""
+    return [[r.max_load for r, side in zip(results, sides, strict=True)
+             if side == name and r.feasible and not r.capacity_bound and r.max_load is not None]
+            for name in dict.fromkeys(sides)]
 
 
 def verdict_line(paired: PairedOutcome, a: Side, b: Side) -> str:

@@ -27,7 +27,7 @@ from tuner.study import (
     check_enqueued,
     load_search_space,
 )
-from tuner.study.results import write_host
+from tuner.study.results import NoiseRecord, load_noise_record, write_host
 from tuner.tracking import MlflowTracker, Outbox
 from tuner.workload import Workload, load_workload, workload_sha256
 
@@ -60,6 +60,11 @@ class Prepared:
     tracking_params: dict[str, str]
     measurer: Measurer | None = None
     """The measurer the composition root gave; None: the HTTP measurer, made per context."""
+
+    def noise_record(self) -> NoiseRecord | None:
+        """What ``tune measure`` recorded of this host and engine's start-to-start noise."""
+        return load_noise_record(self.settings.cache_dir, self.spec.name, self.engine_version,
+                                 self.hardware.describe())
 
     def start_tracking(self, parent_id: str | None = None) -> str:
         """The study's MLflow parent run (the stored one when given); its id."""

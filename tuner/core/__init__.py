@@ -13,6 +13,7 @@ from tuner.core.errors import (
     SlosNotMet,
     StudyError,
     TunerError,
+    study_exit_code,
 )
 from tuner.core.lazy_face import lazy_face
 from tuner.core.settings import Settings, hf_cache_dirs, hf_home, without_password
@@ -23,5 +24,6 @@ __all__ = [
     "ConfigError", "EXIT_INTERRUPTED", "EXIT_NO_GAIN", "EXIT_UNRESOLVED", "EndpointError",
     "EngineCrashed", "EngineHung", "EngineStartError", "OutOfSpace", "Settings", "SlosNotMet",
     "StrictModel", "StudyError", "TunerError", "describe_validation_error", "hf_cache_dirs",
-    "hf_home", "lazy_face", "load_yaml", "parse_resolution", "validate", "without_password",
+    "hf_home", "lazy_face", "load_yaml", "parse_resolution", "study_exit_code", "validate",
+    "without_password",
 ]

@@ -16,6 +16,12 @@ EXIT_UNRESOLVED = 5
 """A comparison not decided at its resolution within its budget."""
 
 
+def study_exit_code(verdict_kind: str | None) -> int:
+    """``tune --verdict-exit``'s code for a study's verdict against the defaults: 0 a win,
+    EXIT_NO_GAIN nothing to gain, EXIT_UNRESOLVED unresolved or no verdict at all."""
+    return {"win": 0, "no_gain": EXIT_NO_GAIN}.get(verdict_kind or "", EXIT_UNRESOLVED)
+
+
 class TunerError(Exception):
     """Base class: a failure the tool reports in one line."""
 

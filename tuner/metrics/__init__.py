@@ -11,7 +11,12 @@ from tuner.metrics.bootstrap import (
 from tuner.metrics.capacity_curve import CapacityInterval, StepSample, capacity_interval
 from tuner.metrics.cost import cost_per_million, money
 from tuner.metrics.figures import Dist, dist_ms, measured, window_ns
-from tuner.metrics.paired_ratio import RatioVerdict, paired_verdict, pooled_spread
+from tuner.metrics.paired_ratio import (
+    PooledSpread,
+    RatioVerdict,
+    paired_verdict,
+    pooled_spread,
+)
 from tuner.metrics.quantiles import rate_lower_bound
 from tuner.metrics.run_summary import (
     KEEP_UP_CHECKS,
@@ -25,8 +30,8 @@ from tuner.metrics.token_agreement import Agreement, GreedyAnswer, QualityVerdic
 
 __all__ = [
     "Agreement", "CapacityInterval", "Dist", "GreedyAnswer", "Interval", "KEEP_UP_CHECKS",
-    "QualityVerdict", "RatioVerdict", "RunSummary", "RunTokens", "SloCheck", "SloVerdict",
-    "Spread", "StepSample", "agreement", "capacity_interval", "cost_per_million",
+    "PooledSpread", "QualityVerdict", "RatioVerdict", "RunSummary", "RunTokens", "SloCheck",
+    "SloVerdict", "Spread", "StepSample", "agreement", "capacity_interval", "cost_per_million",
     "cost_samples", "dist_ms", "interval", "measured", "money", "paired_verdict", "point_cost",
     "pooled_spread", "rate_lower_bound", "ratio_interval", "spread", "summarise", "window_ns",
 ]

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel
+from scipy.stats import chi2
 from scipy.stats import t as student_t
 
 Kind = Literal["better", "worse", "equivalent", "unresolved"]
@@ -35,12 +36,27 @@ class PooledSpread(BaseModel):
 
     sd: float
     df: int
+    starts: int = 0
+    configurations: int = 0
+
+    def cv(self) -> float:
+        """The coefficient of variation of a start's capacity (exp(sd) - 1 on the log)."""
+        return math.expm1(self.sd)
+
+    def cv_upper(self, level: float = 0.95) -> float:
+        """The CV's one-sided upper confidence bound (chi-square on the pooled variance)."""
+        return math.expm1(self.sd * math.sqrt(self.df / float(chi2.ppf(1 - level, self.df))))
+
+    def text(self) -> str:
+        return (f"{self.cv():.1%} (upper 95% bound {self.cv_upper():.1%}; {self.starts} starts "
+                f"of {self.configurations} configuration{'s' if self.configurations != 1 else ''},"
+                f" {self.df} degrees of freedom)")
 
 
 def pooled_spread(groups: Sequence[Sequence[float]]) -> PooledSpread | None:
     """Pooled within-configuration SD of the log of ``groups``' values (each group: one
     configuration's starts; groups of fewer than 2 add nothing). None: no group had 2."""
-    ss, df = 0.0, 0
+    ss, df, starts, configs = 0.0, 0, 0, 0
     for values in groups:
         logs = [math.log(v) for v in values if v > 0]
         if len(logs) < 2:
@@ -48,7 +64,11 @@ def pooled_spread(groups: Sequence[Sequence[float]]) -> PooledSpread | None:
         mean = sum(logs) / len(logs)
         ss += sum((x - mean) ** 2 for x in logs)
         df += len(logs) - 1
-    return PooledSpread(sd=math.sqrt(ss / df), df=df) if df else None
+        starts += len(logs)
+        configs += 1
+    if not df:
+        return None
+    return PooledSpread(sd=math.sqrt(ss / df), df=df, starts=starts, configurations=configs)
 
 
 class RatioVerdict(BaseModel):

@@ -77,7 +77,7 @@ def paired_text(engine: str, v: RatioVerdict, trial: int | None, kind: str) -> s
                 f"trial {trial}, {v.interval_text()})")
     return (f"unresolved: the best configuration of {engine} (trial {trial}) against the "
             f"defaults {v.interval_text()} after {v.pairs} pairs of fresh starts, not decided "
-            f"at ±{r}; rerun with more starts (--repeats)")
+            f"at ±{r}; rerun with more starts (--race N, or more --repeats)")
 
 
 def not_met(m: Remeasured) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from tuner.core import ConfigError, StrictModel
 from tuner.study.run_folder import RunFolder
@@ -35,6 +35,10 @@ class StudySpec(StrictModel):
                          + ", ".join(SAMPLERS))
     remeasure_top: int = Field(default=2, ge=0, le=20)
     remeasure_repeats: int = Field(default=2, ge=1, le=20)
+    race_repeats: int | None = Field(default=None, ge=1, le=50, description=(
+        "race: after remeasure_repeats, add a fresh start of the defaults and of each "
+        "candidate not yet decided against them, one repeat at a time, up to this many "
+        "(None: no race)"))
     resolution: float | None = Field(default=None, gt=0, lt=0.5, description="the smallest "
                                      "relative difference the capacity search and the verdict "
                                      "resolve; default: the workload's capacity.resolution")
@@ -47,6 +51,16 @@ class StudySpec(StrictModel):
     heartbeat_s: int = Field(default=30, ge=1, le=3600, description="seconds between a "
                              "running trial's heartbeats in the storage; a trial silent for "
                              "GRACE_BEATS of them is failed and retried by another worker")
+
+
+    @field_validator("race_repeats")
+    @classmethod
+    def _race_after_repeats(cls, race: int | None, info: ValidationInfo) -> int | None:
+        repeats = info.data.get("remeasure_repeats")
+        if race is not None and repeats is not None and race <= repeats:
+            raise ValueError(f"must be more than the re-measurement's repeats ({repeats}): "
+                             "the race adds starts after them; raise it or leave it out")
+        return race
 
 
 SPEC_FIELDS = frozenset(StudySpec.model_fields)

@@ -30,7 +30,14 @@ from tuner.study import (
 )
 from tuner.study.coordination import spend_of
 from tuner.study.repeats import Remeasurement
-from tuner.study.results import StudySummary, TimeSplit, noise_floor, pareto_front, tradeoff_points
+from tuner.study.results import (
+    NoiseRecord,
+    StudySummary,
+    TimeSplit,
+    noise_floor,
+    pareto_front,
+    tradeoff_points,
+)
 from tuner.tracking import MlflowTracker, review_line
 from tuner.workload import Workload, workload_sha256
 
@@ -46,6 +53,8 @@ class PreparedStudy(Protocol):
     tracker: MlflowTracker
     served_name: str
     engine_version: str
+
+    def noise_record(self) -> NoiseRecord | None: ...
 
 
 def ready_command(spec: EngineSpec, trial: TrialResult | None, model: str, served: str,
@@ -83,7 +92,8 @@ def conclude(prep: PreparedStudy, state: StudyProgress, study: optuna.Study,
     best = cheapest(state.results)
     winner = rm.winner if rm else None
     best_trial = next((r for r in state.results if winner and r.number == winner.trial), best)
-    floor = noise_floor(defaults, rm.defaults if rm else None)
+    floor = noise_floor(defaults, rm.defaults if rm else None,
+                        rm.start_spread if rm else None, prep.noise_record())
     points = tradeoff_points(state.results)
     front = pareto_front(points)
     summary = StudySummary(

@@ -59,3 +59,12 @@ def test_the_pooled_spread_is_within_configurations_only() -> None:
     assert found.df == 2
     assert found.sd == pytest.approx(0.1 / math.sqrt(2))
     assert pooled_spread([[1.0], [2.0]]) is None
+
+
+def test_the_pooled_cv_has_an_upper_bound_above_it() -> None:
+    found = pooled_spread([[10.0, 10.3, 9.8, 10.1], [20.0, 20.5, 19.6]])
+    assert found is not None
+    assert (found.starts, found.configurations, found.df) == (7, 2, 5)
+    assert 0 < found.cv() < found.cv_upper()
+    assert found.text().startswith(f"{found.cv():.1%} (upper 95% bound {found.cv_upper():.1%}; "
+                                   "7 starts of 2 configurations, 5 degrees of freedom)")

@@ -20,4 +20,4 @@ def test_the_three_verdicts_read_as_the_issue_asks() -> None:
     assert paired_text("vLLM", verdict("unresolved", 1.06, 0.97, 1.16), 2, "unresolved") == (
         "unresolved: the best configuration of vLLM (trial 2) against the defaults 1.06x "
         "(0.97-1.16) after 3 pairs of fresh starts, not decided at ±5%; rerun with more "
-        "starts (--repeats)")
+        "starts (--race N, or more --repeats)")

@@ -47,7 +47,8 @@ def _check_same(cfg: StudyConfig, record: StudyRecord) -> None:
             f"with: tune worker --study {cfg.name} --storage URL")
 
 
-RERUN_SETTINGS = ("trials", "budget_usd", "remeasure_top", "remeasure_repeats")
+RERUN_SETTINGS = ("trials", "budget_usd", "remeasure_top", "remeasure_repeats",
+                  "race_repeats")
 
 
 def _settings_of_rerun(cfg: StudyConfig, study: optuna.Study, record: StudyRecord

@@ -28,6 +28,7 @@ from tuner.loadgen import RequestRecord, read_records_csv
 from tuner.measurement import CapacityEstimate
 from tuner.metrics import (
     Interval,
+    PooledSpread,
     RatioVerdict,
     RunSummary,
     RunTokens,
@@ -107,6 +108,13 @@ class Remeasured(BaseModel):
         "the widest capacity step a fresh start could not interpolate within"))
 
 
+class TrialVerdict(BaseModel):
+    """One candidate's verdict against the defaults."""
+
+    trial: int
+    verdict: RatioVerdict
+
+
 class RemeasureOutcome(BaseModel):
     candidates: list[Remeasured]
     winner: Remeasured | None
@@ -120,6 +128,10 @@ class RemeasureOutcome(BaseModel):
     paired_trial: int | None = None
     study_verdict: StudyVerdict | None = None
     """win, no_gain (nothing beats the defaults by more than the resolution) or unresolved."""
+    start_spread: PooledSpread | None = None
+    """The start-to-start spread of capacity, pooled over the candidates' fresh starts."""
+    verdicts: list[TrialVerdict] = Field(default_factory=list)
+    """Each candidate's verdict against the defaults (what a race decides on)."""
 
 
 def pick_candidates(results: list[TrialResult], top: int) -> list[TrialResult]:
@@ -256,7 +268,8 @@ def pick_winner(candidates: list[Remeasured]) -> Remeasured | None:
 
 def outcome_of(engine: str, picked: list[TrialResult], runs: list[MeasuredRun], seed: int,
                timing: Timing, tokens_of: TokensOf = tokens_from_records,
-               resolution: float = 0.05) -> RemeasureOutcome:
+               resolution: float = 0.05, looks: int = 1, prior: PooledSpread | None = None
+               ) -> RemeasureOutcome:
     """One engine's re-measured candidates (``picked``, from their ``runs``), the winner and
     the tuning delta."""
     summarised = [summarise_candidate(engine, t, runs, seed, tokens_of) for t in picked]
@@ -268,41 +281,65 @@ def outcome_of(engine: str, picked: list[TrialResult], runs: list[MeasuredRun], 
     if winner is not None and defaults is not None and defaults.cost and winner.cost:
         delta = ratio_interval(defaults.cost.value, samples[defaults.trial],
                                winner.cost.value, samples[winner.trial])
-    paired, paired_trial, study = against_defaults(runs, picked, resolution)
+    verdicts = verdicts_against_defaults(runs, picked, resolution, looks, prior)
+    paired, paired_trial, study = study_verdict_of(verdicts)
     return RemeasureOutcome(candidates=out, winner=winner, defaults=defaults,
                             tuning_delta=delta, runs=runs, timing=timing, paired=paired,
-                            paired_trial=paired_trial, study_verdict=study)
+                            paired_trial=paired_trial, study_verdict=study,
+                            start_spread=pooled_spread(start_groups(runs, picked)),
+                            verdicts=verdicts)
 
 
 def _pairable(run: MeasuredRun) -> bool:
     return run.failure is None and run.load > 0 and not run.bound
 
 
-def against_defaults(runs: list[MeasuredRun], picked: list[TrialResult], resolution: float
-                     ) -> tuple[RatioVerdict | None, int | None, StudyVerdict | None]:
+def start_groups(runs: list[MeasuredRun], picked: list[TrialResult]) -> list[list[float]]:
+    """Each candidate's capacities on the fresh starts that can be compared."""
+    return [[r.load for r in runs if r.trial == t.number and _pairable(r)] for t in picked]
+
+
+def verdicts_against_defaults(runs: list[MeasuredRun], picked: list[TrialResult],
+                              resolution: float, looks: int = 1,
+                              prior: PooledSpread | None = None) -> list[TrialVerdict]:
     """Each candidate against the defaults, paired repeat by repeat (the defaults' cost over
-    the candidate's: capacity ratio times price ratio), its level shared over the
-    candidates. The study's: a win (the decided win with the highest lower bound), nothing
-    to gain (every candidate decided equivalent or worse; the best of them shown), or
-    unresolved (the best candidate's interval shown)."""
+    the candidate's: capacity ratio times price ratio), the pooled start-to-start spread its
+    noise, its level shared over the candidates and over ``looks`` (a race decides after each
+    of up to ``looks`` repeats); when no candidate has two starts to pool, ``prior``'s (the
+    host and engine's as ``tune measure`` recorded it). A candidate with no pair has none."""
     base = {r.repeat: r for r in runs if r.defaults and _pairable(r)}
     others = [t for t in picked if not t.defaults]
-    groups = [[r.load for r in runs if r.trial == t.number and _pairable(r)] for t in picked]
-    pooled = pooled_spread(groups)
-    found: list[tuple[RatioVerdict, int]] = []
+    pooled = pooled_spread(start_groups(runs, picked)) or prior
+    found: list[TrialVerdict] = []
     for t in others:
         logs = [math.log(d.usd_per_hour * r.load / (r.usd_per_hour * d.load))
                 for r in runs if r.trial == t.number and _pairable(r)
                 and (d := base.get(r.repeat)) is not None]
         if logs:
-            found.append((paired_verdict(logs, resolution, pooled=pooled,
-                                         family=len(others)), t.number))
+            found.append(TrialVerdict(trial=t.number, verdict=paired_verdict(
+                logs, resolution, pooled=pooled, family=len(others), looks=looks)))
+    return found
+
+
+def against_defaults(runs: list[MeasuredRun], picked: list[TrialResult], resolution: float,
+                     looks: int = 1
+                     ) -> tuple[RatioVerdict | None, int | None, StudyVerdict | None]:
+    """The study's verdict from each candidate's (:func:`verdicts_against_defaults`): a win
+    (the decided win with the highest lower bound), nothing to gain (every candidate decided
+    equivalent or worse; the best of them shown), or unresolved (the best candidate's
+    interval shown)."""
+    found = verdicts_against_defaults(runs, picked, resolution, looks)
+    return study_verdict_of(found)
+
+
+def study_verdict_of(found: list[TrialVerdict]
+                     ) -> tuple[RatioVerdict | None, int | None, StudyVerdict | None]:
     if not found:
         return None, None, None
-    wins = [f for f in found if f[0].kind == "better"]
+    wins = [f for f in found if f.verdict.kind == "better"]
     if wins:
-        verdict, trial = max(wins, key=lambda f: f[0].low or 0.0)
-        return verdict, trial, "win"
-    verdict, trial = max(found, key=lambda f: f[0].ratio)
-    settled = all(v.kind in ("equivalent", "worse") for v, _ in found)
-    return verdict, trial, "no_gain" if settled else "unresolved"
+        best = max(wins, key=lambda f: f.verdict.low or 0.0)
+        return best.verdict, best.trial, "win"
+    best = max(found, key=lambda f: f.verdict.ratio)
+    settled = all(f.verdict.kind in ("equivalent", "worse") for f in found)
+    return best.verdict, best.trial, "no_gain" if settled else "unresolved"

@@ -18,6 +18,7 @@ from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState
 
 from tuner.loadgen import Progress
+from tuner.metrics import PooledSpread
 from tuner.study.config import StudyConfig
 from tuner.study.coordination import (
     WORKER,
@@ -36,13 +37,16 @@ from tuner.study.repeats.remeasure import (
     tokens_from_records,
 )
 from tuner.study.repeats.remeasure_round import (
+    RoundPlan,
     assemble,
     next_unit,
     open_round,
     plan_for,
     plan_of,
+    race_on,
     record_unit,
     round_name,
+    take_race,
     take_summary,
     units_running,
 )
@@ -80,7 +84,8 @@ class Remeasurement:
 
 
 def remeasure_study(cfg: StudyConfig, ctx: TrialContext, study: optuna.Study,
-                    state: StudyProgress) -> Remeasurement | None:
+                    state: StudyProgress, prior: PooledSpread | None = None
+                    ) -> Remeasurement | None:
     """This process's part in the re-measurement of the study's search (as its stored record
     says: None when it re-measures nothing); ``state.results`` ends with every worker's
     trials."""
@@ -96,7 +101,9 @@ def remeasure_study(cfg: StudyConfig, ctx: TrialContext, study: optuna.Study,
                                          top=record.remeasure_top,
                                          repeats=record.remeasure_repeats, seed=record.seed,
                                          usd_per_hour=ctx.workload.cost.usd_per_hour_for,
-                                         resolution=ctx.workload.capacity.search_resolution()))
+                                         resolution=ctx.workload.capacity.search_resolution(),
+                                         max_repeats=record.race_repeats,
+                                         deadline=record.deadline, prior=prior))
     timing = take_units(ctx, round_, float(record.heartbeat_s), poll_s)
     return Remeasurement(assemble(round_, timing), round_, float(record.heartbeat_s))
 
@@ -122,7 +129,12 @@ def take_units(ctx: TrialContext, round_: optuna.Study, beat_s: float, poll_s: f
         fail_stale(round_)
         taken = next_unit(round_)
         if taken is None:
-            if not units_running(round_):
+            if units_running(round_):
+                pass
+            elif (race := take_race(round_)) is not None:
+                decide_race(round_, plan, *race, beat_s)
+                continue
+            else:
                 timing.wall_s = time.monotonic() - t0
                 return timing
             ctx.progress.status("trial", "waiting for the last re-measurements")
@@ -140,3 +152,17 @@ def take_units(ctx: TrialContext, round_: optuna.Study, beat_s: float, poll_s: f
             tokens = (tokens_from_records(run) if run.records_path and run.failure is None
                       else None)
             record_unit(round_, trial, run, tokens)
+
+
+def decide_race(round_: optuna.Study, plan: RoundPlan, trial: optuna.Trial, after: int,
+                beat_s: float) -> None:
+    """This process took the race unit after repeat ``after``: add the next repeat of the
+    undecided candidates, or end the race (an interrupt queues the unit again)."""
+    with beating(round_, trial, beat_s):
+        try:
+            race_on(round_, plan, after, time.time())
+        except BaseException:
+            return_to_queue(round_, trial)
+            raise
+        with suppress(UpdateFinishedTrialError):
+            round_.tell(trial, 0.0)

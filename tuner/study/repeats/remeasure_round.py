@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -33,7 +33,7 @@ from optuna.trial import FrozenTrial, TrialState
 from pydantic import BaseModel
 
 from tuner.core import StrictModel, StudyError
-from tuner.metrics import RunTokens
+from tuner.metrics import PooledSpread, RunTokens
 from tuner.study.coordination import READY_ATTR, READY_WAIT_S, WORKER, claim, take_queued
 from tuner.study.outcome import Timing, TrialResult
 from tuner.study.record import StudyRecord
@@ -52,6 +52,8 @@ UNIT = "tuner.unit"
 """A unit's user attribute: which candidate, which repeat."""
 SUMMARY = "tuner.summary"
 """The summary unit's user attribute."""
+RACE = "tuner.race"
+"""A race unit's user attribute: the repeat after which it decides whether to add one."""
 RUN = "tuner.run"
 TOKENS = "tuner.tokens"
 LOST = "lost: no worker finished it (each one running it stopped)"
@@ -66,6 +68,21 @@ class RoundPlan(StrictModel):
     """Each candidate's hourly cost (for a unit no worker finished)."""
     resolution: float = 0.05
     """The difference the verdict against the defaults decides (rounds planned before it: 5%)."""
+    max_repeats: int | None = None
+    """A race: after ``repeats``, a repeat more at a time of the defaults and the candidates
+    not yet decided against them, up to this many (None: no race)."""
+    deadline: float | None = None
+    """Unix time after which the race adds no repeat (the study's time budget)."""
+    prior: PooledSpread | None = None
+    """This host and engine's start-to-start spread as ``tune measure`` recorded it: the
+    verdicts' noise when the round's own starts pool none (one repeat)."""
+
+    def last_repeat(self) -> int:
+        return max(self.repeats, self.max_repeats or 0)
+
+    def looks(self) -> int:
+        """How many times the verdicts may be decided on: after each repeat of the race."""
+        return self.last_repeat() - self.repeats + 1
 
 
 @dataclass(frozen=True)
@@ -75,18 +92,24 @@ class Unit:
 
 
 def round_name(study: str, record: StudyRecord) -> str:
+    race = record.race_repeats or 0
     return (f"{study}.remeasure-t{record.trials}-top{record.remeasure_top}"
-            f"-x{record.remeasure_repeats}")
+            f"-x{record.remeasure_repeats}" + (f"-race{race}" if race > record.remeasure_repeats
+                                               else ""))
 
 
 def plan_for(engine: str, results: list[TrialResult], *, top: int, repeats: int, seed: int,
-             usd_per_hour: Callable[[int], float], resolution: float = 0.05) -> RoundPlan:
+             usd_per_hour: Callable[[int], float], resolution: float = 0.05,
+             max_repeats: int | None = None, deadline: float | None = None,
+             prior: PooledSpread | None = None) -> RoundPlan:
     """The round of a finished search: its candidates picked from every worker's results;
     ``usd_per_hour`` of a number of accelerators."""
     picked = pick_candidates(results, top)
     return RoundPlan(engine=engine, seed=seed, repeats=repeats, candidates=picked,
                      usd_per_hour=[usd_per_hour(c.accelerators) for c in picked],
-                     resolution=resolution)
+                     resolution=resolution,
+                     max_repeats=max_repeats if max_repeats and max_repeats > repeats else None,
+                     deadline=deadline, prior=prior)
 
 
 def open_round(storage: BaseStorage, name: str, plan: Callable[[], RoundPlan]
@@ -115,11 +138,63 @@ def publish(round_: optuna.Study, plan: RoundPlan) -> None:
     round_.set_user_attr(PLAN, plan.model_dump(
         mode="json", exclude={"candidates": {"__all__": {"capacity", "log_tail"}}}))
     for rep in range(plan.repeats):
-        for i in range(len(plan.candidates)):
-            round_.add_trial(optuna.create_trial(
-                state=TrialState.WAITING, user_attrs={UNIT: {"candidate": i, "repeat": rep}}))
+        enqueue_repeat(round_, rep, range(len(plan.candidates)))
+    if plan.last_repeat() > plan.repeats:
+        enqueue_race(round_, plan.repeats - 1)
     round_.add_trial(optuna.create_trial(state=TrialState.WAITING, user_attrs={SUMMARY: True}))
     round_.set_user_attr(READY_ATTR, True)
+
+
+def enqueue_repeat(round_: optuna.Study, rep: int, candidates: Iterable[int]) -> None:
+    """One unit per candidate for repeat ``rep``, in the order that alternates between repeats
+    (A B, B A, A B ...), so drift over time hits each side alike."""
+    order = list(candidates)
+    for i in reversed(order) if rep % 2 else order:
+        round_.add_trial(optuna.create_trial(
+            state=TrialState.WAITING, user_attrs={UNIT: {"candidate": i, "repeat": rep}}))
+
+
+def enqueue_race(round_: optuna.Study, after: int) -> None:
+    round_.add_trial(optuna.create_trial(state=TrialState.WAITING,
+                                         user_attrs={RACE: {"after": after}}))
+
+
+def take_race(round_: optuna.Study) -> tuple[optuna.Trial, int] | None:
+    """Claim the queued race unit (once no unit is queued or running); None when there is
+    none, or another process has it."""
+    for t in round_.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+        if (race := t.user_attrs.get(RACE)) is not None:
+            taken = take_queued(round_, t)
+            return None if taken is None else (taken, int(race["after"]))
+    return None
+
+
+def still_racing(outcome: RemeasureOutcome, plan: RoundPlan) -> list[int]:
+    """The candidates (their indices in the plan) whose verdict against the defaults is not
+    decided yet: neither better, worse nor equivalent at the plan's resolution. A candidate
+    decided worse drops out at once, and so does one decided better or equivalent: more
+    starts would only narrow what is already decided."""
+    decided = {v.trial for v in outcome.verdicts if v.verdict.kind != "unresolved"}
+    return [i for i, c in enumerate(plan.candidates) if not c.defaults and c.number not in decided]
+
+
+def race_on(round_: optuna.Study, plan: RoundPlan, after: int, now: float) -> list[int]:
+    """After repeat ``after``: add the next repeat of the defaults and the undecided candidates
+    (with the race unit that decides after it), unless every candidate is decided, the race
+    has run its repeats, or the time budget is spent. The candidates added."""
+    nxt = after + 1
+    if nxt >= plan.last_repeat() or (plan.deadline is not None and now >= plan.deadline):
+        return []
+    undecided = still_racing(assemble(round_), plan)
+    if not undecided:
+        return []
+    base = [i for i, c in enumerate(plan.candidates) if c.defaults]
+    enqueue_repeat(round_, nxt, base + undecided)
+    if nxt + 1 < plan.last_repeat():
+        enqueue_race(round_, nxt)
+    log.info("race: repeat %d of the defaults and %d undecided candidate(s)", nxt + 1,
+             len(undecided))
+    return undecided
 
 
 def load_round(storage: BaseStorage, name: str) -> optuna.Study | None:
@@ -150,7 +225,8 @@ def next_unit(round_: optuna.Study) -> tuple[optuna.Trial, Unit] | None:
 
 
 def units_running(round_: optuna.Study) -> bool:
-    return any(unit_of(t) is not None
+    """Whether a unit runs, or a race unit is deciding (it may add units)."""
+    return any(unit_of(t) is not None or RACE in t.user_attrs
                for t in round_.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
 
 
@@ -174,7 +250,7 @@ def take_summary(round_: optuna.Study) -> optuna.Trial | None:
     """Claim the summary unit once no other unit is queued or running; None before that, or
     when another process has it (or had it)."""
     open_ = round_.get_trials(deepcopy=False, states=(TrialState.WAITING, TrialState.RUNNING))
-    if any(unit_of(t) is not None for t in open_):
+    if any(unit_of(t) is not None or RACE in t.user_attrs for t in open_):
         return None
     summary = next((t for t in open_ if t.user_attrs.get(SUMMARY)
                     and t.state == TrialState.WAITING), None)
@@ -200,8 +276,11 @@ def assemble(round_: optuna.Study, timing: Timing | None = None) -> RemeasureOut
     latest = _latest(round_)
     runs: list[MeasuredRun] = []
     tokens: dict[tuple[int, int], RunTokens] = {}
-    for rep in range(plan.repeats):
+    raced = {u for u in latest if u.repeat >= plan.repeats}
+    for rep in range(plan.last_repeat()):
         for i, cand in enumerate(plan.candidates):
+            if rep >= plan.repeats and Unit(i, rep) not in raced:
+                continue  # decided before this repeat of the race, or the race ended
             t = latest.get(Unit(i, rep))
             if t is None or t.state != TrialState.COMPLETE:
                 runs.append(MeasuredRun(engine=plan.engine, trial=cand.number,
@@ -215,7 +294,8 @@ def assemble(round_: optuna.Study, timing: Timing | None = None) -> RemeasureOut
                     np.array(stored["tokens"], dtype=np.float64), stored["window_s"],
                     stored["scale"])
     return outcome_of(plan.engine, plan.candidates, runs, plan.seed, timing or Timing(),
-                      lambda r: tokens[r.trial, r.repeat], resolution=plan.resolution)
+                      lambda r: tokens[r.trial, r.repeat], resolution=plan.resolution,
+                      looks=plan.looks(), prior=plan.prior)
 
 
 class RunningUnit(BaseModel):
@@ -260,7 +340,7 @@ def round_status(round_: optuna.Study, now: datetime) -> RoundStatus:
     """``now``: the storage's kind of time (Optuna stores naive local times)."""
     plan = plan_of(round_)
     latest = _latest(round_)
-    units = plan.repeats * len(plan.candidates)
+    units = len(latest)
     states = [t.state for t in latest.values()]
     running = [RunningUnit(trial=plan.candidates[u.candidate].number, repeat=u.repeat,
                            worker=str(t.user_attrs.get(WORKER, "?")),

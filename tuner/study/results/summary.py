@@ -6,9 +6,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tuner.metrics import Interval, RatioVerdict
+from tuner.metrics import Interval, PooledSpread, RatioVerdict
 from tuner.study.outcome import TrialResult
 from tuner.study.repeats import Remeasured, RemeasureOutcome, unresolved_step
+from tuner.study.results.noise_record import NoiseRecord
 from tuner.study.results.pareto import TradeOff
 
 
@@ -19,7 +20,8 @@ class NoiseFloor(BaseModel):
     source: str
 
 
-def noise_floor(defaults: TrialResult | None, remeasured: Remeasured | None
+def noise_floor(defaults: TrialResult | None, remeasured: Remeasured | None,
+                spread: PooledSpread | None = None, prior: NoiseRecord | None = None
                 ) -> NoiseFloor | None:
     """From the defaults measured more than once: the spread of their starts in the search
     (intensification measures the first incumbent twice), and the half-width of their
@@ -28,8 +30,17 @@ def noise_floor(defaults: TrialResult | None, remeasured: Remeasured | None
     a concurrency), in the search or on a fresh start of the re-measurement, it is only
     known to lie between the last passing and failing loads, so
     configurations whose costs differ by less than that step can measure the same, or a
-    step apart. The largest."""
+    step apart. The largest. When the re-measurement gives a start-to-start spread pooled over
+    its candidates (``spread``), its CV's upper 95% bound is the floor instead; else, when
+    ``tune measure`` recorded this host and engine's (``prior``), that one's upper bound
+    counts among the others."""
+    if spread is not None:  # the pooled start-to-start CV's upper bound
+        return NoiseFloor(value=spread.cv_upper(), source=(
+            f"the start-to-start CV pooled over the re-measurement, {spread.text()}"))
     found: list[NoiseFloor] = []
+    if prior is not None:
+        found.append(NoiseFloor(value=prior.spread.cv_upper(), source=(
+            prior.source() + "; this study measured too few starts to pool its own")))
     step = defaults.capacity.estimate if defaults is not None and defaults.capacity else None
     if step is not None and (width := unresolved_step(step)) is not None:
         found.append(NoiseFloor(value=width, source=(
