@@ -60,11 +60,8 @@ class Prepared:
     tracking_params: dict[str, str]
     measurer: Measurer | None = None
     """The measurer the composition root gave; None: the HTTP measurer, made per context."""
-
-    def noise_record(self) -> NoiseRecord | None:
-        """What ``tune measure`` recorded of this host and engine's start-to-start noise."""
-        return load_noise_record(self.settings.cache_dir, self.spec.name, self.engine_version,
-                                 self.hardware.describe())
+    noise: NoiseRecord | None = None
+    """What ``tune measure`` recorded of this host and engine's start-to-start noise."""
 
     def start_tracking(self, parent_id: str | None = None) -> str:
         """The study's MLflow parent run (the stored one when given); its id."""
@@ -189,4 +186,6 @@ def prepare(cfg: StudyConfig, settings: Settings,
     return Prepared(cfg=cfg, workload=workload, spec=spec, space=space, hardware=hw,
                     model=model, launcher=launcher, tracker=tracker, served_name=served,
                     engine_version=eng_version, settings=settings, removed=removed,
-                    tracking_params=params, measurer=measurer)
+                    tracking_params=params, measurer=measurer,
+                    noise=load_noise_record(settings.cache_dir, spec.name, eng_version,
+                                            hw.describe()))

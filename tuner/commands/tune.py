@@ -42,8 +42,8 @@ def _tune(cfg: StudyConfig, settings: Settings, console: Console,
                         f"{hw.describe()}")
         ctx = prep.context(progress)
         study = run_search(cfg, ctx, prep.tracker, state, start_tracking=prep.start_tracking)
-        prior = prep.noise_record()
-        finished = remeasure_study(cfg, ctx, study, state, prior.spread if prior else None)
+        finished = remeasure_study(cfg, ctx, study, state,
+                                   prep.noise.spread if prep.noise else None)
     return conclude(prep, state, study, finished, t_start, console)
 
 

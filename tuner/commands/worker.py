@@ -52,8 +52,8 @@ def _work(cfg: StudyConfig, record: StudyRecord, settings: Settings, console: Co
         ctx = prep.context(progress)
         study = run_search(cfg, ctx, prep.tracker, state, create=False,
                            start_tracking=prep.start_tracking)
-        prior = prep.noise_record()
-        finished = remeasure_study(cfg, ctx, study, state, prior.spread if prior else None)
+        finished = remeasure_study(cfg, ctx, study, state,
+                                   prep.noise.spread if prep.noise else None)
     led = ledger(study)
     console.print(f"worker {worker_id()} ran {len(state.own)} trial(s) of study {name}; the "
                   f"study has {led.launched} of {record.trials} launched trials done and "

@@ -53,8 +53,7 @@ class PreparedStudy(Protocol):
     tracker: MlflowTracker
     served_name: str
     engine_version: str
-
-    def noise_record(self) -> NoiseRecord | None: ...
+    noise: NoiseRecord | None
 
 
 def ready_command(spec: EngineSpec, trial: TrialResult | None, model: str, served: str,
@@ -93,7 +92,7 @@ def conclude(prep: PreparedStudy, state: StudyProgress, study: optuna.Study,
     winner = rm.winner if rm else None
     best_trial = next((r for r in state.results if winner and r.number == winner.trial), best)
     floor = noise_floor(defaults, rm.defaults if rm else None,
-                        rm.start_spread if rm else None, prep.noise_record())
+                        rm.start_spread if rm else None, prep.noise)
     points = tradeoff_points(state.results)
     front = pareto_front(points)
     summary = StudySummary(

@@ -321,19 +321,12 @@ def verdicts_against_defaults(runs: list[MeasuredRun], picked: list[TrialResult]
     return found
 
 
-def against_defaults(runs: list[MeasuredRun], picked: list[TrialResult], resolution: float,
-                     looks: int = 1
+def study_verdict_of(found: list[TrialVerdict]
                      ) -> tuple[RatioVerdict | None, int | None, StudyVerdict | None]:
     """The study's verdict from each candidate's (:func:`verdicts_against_defaults`): a win
     (the decided win with the highest lower bound), nothing to gain (every candidate decided
     equivalent or worse; the best of them shown), or unresolved (the best candidate's
     interval shown)."""
-    found = verdicts_against_defaults(runs, picked, resolution, looks)
-    return study_verdict_of(found)
-
-
-def study_verdict_of(found: list[TrialVerdict]
-                     ) -> tuple[RatioVerdict | None, int | None, StudyVerdict | None]:
     if not found:
         return None, None, None
     wins = [f for f in found if f.verdict.kind == "better"]

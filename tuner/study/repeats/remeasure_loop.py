@@ -129,14 +129,12 @@ def take_units(ctx: TrialContext, round_: optuna.Study, beat_s: float, poll_s: f
         fail_stale(round_)
         taken = next_unit(round_)
         if taken is None:
-            if units_running(round_):
-                pass
-            elif (race := take_race(round_)) is not None:
+            if not units_running(round_):
+                if (race := take_race(round_)) is None:
+                    timing.wall_s = time.monotonic() - t0
+                    return timing
                 decide_race(round_, plan, *race, beat_s)
                 continue
-            else:
-                timing.wall_s = time.monotonic() - t0
-                return timing
             ctx.progress.status("trial", "waiting for the last re-measurements")
             time.sleep(poll_s)
             continue

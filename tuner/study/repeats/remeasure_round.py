@@ -92,10 +92,9 @@ class Unit:
 
 
 def round_name(study: str, record: StudyRecord) -> str:
-    race = record.race_repeats or 0
     return (f"{study}.remeasure-t{record.trials}-top{record.remeasure_top}"
-            f"-x{record.remeasure_repeats}" + (f"-race{race}" if race > record.remeasure_repeats
-                                               else ""))
+            f"-x{record.remeasure_repeats}"
+            + (f"-race{record.race_repeats}" if record.race_repeats else ""))
 
 
 def plan_for(engine: str, results: list[TrialResult], *, top: int, repeats: int, seed: int,
@@ -107,9 +106,8 @@ def plan_for(engine: str, results: list[TrialResult], *, top: int, repeats: int,
     picked = pick_candidates(results, top)
     return RoundPlan(engine=engine, seed=seed, repeats=repeats, candidates=picked,
                      usd_per_hour=[usd_per_hour(c.accelerators) for c in picked],
-                     resolution=resolution,
-                     max_repeats=max_repeats if max_repeats and max_repeats > repeats else None,
-                     deadline=deadline, prior=prior)
+                     resolution=resolution, max_repeats=max_repeats, deadline=deadline,
+                     prior=prior)
 
 
 def open_round(storage: BaseStorage, name: str, plan: Callable[[], RoundPlan]
@@ -276,10 +274,9 @@ def assemble(round_: optuna.Study, timing: Timing | None = None) -> RemeasureOut
     latest = _latest(round_)
     runs: list[MeasuredRun] = []
     tokens: dict[tuple[int, int], RunTokens] = {}
-    raced = {u for u in latest if u.repeat >= plan.repeats}
     for rep in range(plan.last_repeat()):
         for i, cand in enumerate(plan.candidates):
-            if rep >= plan.repeats and Unit(i, rep) not in raced:
+            if rep >= plan.repeats and Unit(i, rep) not in latest:
                 continue  # decided before this repeat of the race, or the race ended
             t = latest.get(Unit(i, rep))
             if t is None or t.state != TrialState.COMPLETE:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from tuner.host import write_atomic
 from tuner.metrics import PooledSpread
 
 log = logging.getLogger(__name__)
@@ -49,11 +48,7 @@ def save_noise_record(cache_dir: Path, spread: PooledSpread, *, engine: str,
     record = NoiseRecord(spread=spread, engine=engine, engine_version=engine_version, host=host,
                          workload=workload, measured_at=datetime.now(UTC).isoformat())
     path = noise_record_path(cache_dir, engine, engine_version, host)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(record.model_dump_json(indent=2) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, record.model_dump_json(indent=2) + "\n")
     return path
 
 
