@@ -86,7 +86,7 @@ def build(inputs: CompareInputs) -> Comparison:
                                   ref.study_dir, trials, picked, inputs.runs, inputs.seed)
         results.append(result)
         samples[ref.engine] = s
-    deltas = engine_deltas(results, samples)
+    deltas = engine_deltas(results, samples, inputs.runs, workload.capacity.search_resolution())
     return Comparison(workload=str(workload_path), slo_ttft_p95_ms=workload.slo.required(TTFT_P95),
                       engines=results, engine_deltas=deltas,
                       verdict=comparison_verdict(results, deltas), runs=inputs.runs)
@@ -123,6 +123,12 @@ def log_to_mlflow(uri: str, name: str, comparison: Comparison, files: dict[str, 
         for d in comparison.engine_deltas:
             client.log_metric(run.info.run_id, f"engine_delta.{d.kind}.{d.other}",
                               d.ratio.value)
+            v = d.verdict
+            if v is not None and v.low is not None and v.high is not None:
+                for key, value in (("ratio", v.ratio), ("ratio_low", v.low),
+                                   ("ratio_high", v.high)):
+                    client.log_metric(run.info.run_id,
+                                      f"engine_delta.{d.kind}.{d.other}.{key}", value)
         with tempfile.TemporaryDirectory() as tmp:
             for fname, path in files.items():
                 (Path(tmp) / fname).write_bytes(path.read_bytes())

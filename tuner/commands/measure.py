@@ -9,6 +9,7 @@ repeats is the measurement's noise. This command parses, prints and keeps the re
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,8 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
     out.write_text(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
     kept = None if report.start_spread is None else save_noise_record(
         settings.cache_dir, report.start_spread, engine=prep.spec.name,
-        engine_version=prep.engine_version, host=report.hardware, workload=cfg.workload.name)
+        engine_version=prep.engine_version, host=report.hardware, workload=cfg.workload.name,
+        start_s=statistics.median(r.timing.wall_s for r in results))
     v = report.verdict
     prep.tracker.finish_study(
         metrics={k: val for k, val in {

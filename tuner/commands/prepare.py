@@ -7,6 +7,7 @@ one-line ConfigErrors, before any engine starts.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -144,6 +145,35 @@ def with_resolution(workload: Workload, resolution: float | None) -> Workload:
     return workload.model_copy(update={"capacity": capacity})
 
 
+def paired_unit_s(workload: Workload, noise: NoiseRecord | None) -> tuple[float, str] | None:
+    """The time one paired unit (a fresh start of the defaults and one of a candidate) takes
+    on this host, and what the figure rests on: ``tune measure``'s record of a start here, or
+    else the least the capacity search can take (two steps a start, which bracket; the
+    engine's start-up not counted); None when neither is known."""
+    if noise is not None and noise.start_s is not None:
+        return 2 * noise.start_s, (f"a fresh start of {noise.engine} took {noise.start_s:.0f} s "
+                                   f"here (tune measure, {noise.measured_at[:10]})")
+    step = workload.capacity.step_duration_s or workload.stop.duration_s
+    if step is None:
+        return None
+    return 2 * 2 * step, (f"at least two steps of {step:g} s a start, not counting the "
+                          "engine's start-up")
+
+
+def check_time_budget(cfg: StudyConfig, workload: Workload, noise: NoiseRecord | None) -> None:
+    """A time budget that cannot hold one paired unit is bad input (the verdict against the
+    defaults needs at least one)."""
+    need = paired_unit_s(workload, noise)
+    if cfg.time_budget_s is None or cfg.remeasure_top == 0 or need is None:
+        return
+    seconds, why = need
+    if cfg.time_budget_s < seconds:
+        raise ConfigError(f"--time-budget {cfg.time_budget_s:g} is too small for one paired "
+                          f"unit (a fresh start of the defaults and one of a candidate): {why}, "
+                          f"so a pair needs about {seconds:.0f} s; give --time-budget "
+                          f"{math.ceil(seconds)} or more")
+
+
 def prepare(cfg: StudyConfig, settings: Settings,
             engine_factory: EngineFactory = real_engines) -> Prepared:
     workload = with_resolution(load_workload(cfg.workload), cfg.resolution)
@@ -158,6 +188,9 @@ def prepare(cfg: StudyConfig, settings: Settings,
     space = space.for_host(hw, model, cfg.parallel).for_mode(
         spec, "container" if cfg.launcher == "docker" else "process")
     check_enqueued(cfg.enqueue, spec, space)
+    eng_version = engine_version(spec)
+    noise = load_noise_record(settings.cache_dir, spec.name, eng_version, hw.describe())
+    check_time_budget(cfg, workload, noise)
     launcher, measurer = engine_factory(cfg, settings)
     image, image_ref = "none", None
     if isinstance(launcher, DockerLauncher):  # a missing image is bad input, before any trial
@@ -172,7 +205,6 @@ def prepare(cfg: StudyConfig, settings: Settings,
     tracker = MlflowTracker(cfg.tracking, local_artifacts(cfg.tracking),
                             outbox=Outbox(cfg.folder.outbox))
     served = cfg.served_name or workload.model
-    eng_version = engine_version(spec)
     write_host(cfg.folder, hardware=hw, served_name=served, image=image_ref,
                engine_version=eng_version)
     params = {
@@ -187,5 +219,4 @@ def prepare(cfg: StudyConfig, settings: Settings,
                     model=model, launcher=launcher, tracker=tracker, served_name=served,
                     engine_version=eng_version, settings=settings, removed=removed,
                     tracking_params=params, measurer=measurer,
-                    noise=load_noise_record(settings.cache_dir, spec.name, eng_version,
-                                            hw.describe()))
+                    noise=noise)

@@ -3,8 +3,12 @@
 Inputs are each engine's trial results and the interleaved re-measurements of its defaults
 and its tuned best (with their per-request records on disk). Tuning delta = defaults' cost /
 tuned cost; engine delta = the other engine's cost / the best engine's cost (tuned against
-tuned, defaults against defaults). Each ratio has a bootstrap interval; where an interval
-includes 1, no winner is called.
+tuned, defaults against defaults). Each ratio has a bootstrap interval over requests. The
+engine delta's verdict is the paired one: each repeat's fresh starts of the two engines,
+measured side by side, paired, with the start-to-start spread pooled over both
+(:func:`~tuner.study.repeats.verdict_between`), decided at the workload's resolution in the
+three sentences of every verdict (a win, within the resolution, unresolved); a winner is
+called only when it is resolved.
 """
 
 from __future__ import annotations
@@ -12,10 +16,16 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, Field
 
-from tuner.metrics import Interval, ratio_interval
+from tuner.metrics import Interval, RatioVerdict, ratio_interval
 from tuner.report.study_report import saved_text
 from tuner.study import TrialResult
-from tuner.study.repeats import MeasuredRun, Remeasured, pick_winner, summarise_candidate
+from tuner.study.repeats import (
+    MeasuredRun,
+    Remeasured,
+    pick_winner,
+    summarise_candidate,
+    verdict_between,
+)
 
 
 class TrialPoint(BaseModel):
@@ -57,6 +67,21 @@ class EngineDelta(BaseModel):
     other: str
     ratio: Interval
     winner_called: bool
+    verdict: RatioVerdict | None = Field(default=None, description=(
+        "the paired verdict of the fresh starts, the best engine's advantage (None: no pair "
+        "of starts that both met the SLOs with a bracketed capacity)"))
+
+    def sentence(self, names: dict[str, str]) -> str:
+        """The delta in one line: the paired verdict's sentence, or without one the
+        bootstrap interval's."""
+        best, other = f"{names[self.best]} ({self.kind})", f"{names[self.other]} ({self.kind})"
+        if self.verdict is not None:
+            return self.verdict.sentence(best, other)
+        r = self.ratio
+        interval = f"{r.value:.2f}x ({r.low:.2f}-{r.high:.2f})"
+        if self.winner_called:
+            return f"{best} beat {other} by {interval}, over requests (no paired starts)"
+        return f"{best} and {other} overlap ({interval}): no winner can be called"
 
 
 class Comparison(BaseModel):
@@ -147,7 +172,8 @@ def not_held(defaults: Remeasured, tuned: Remeasured) -> list[str]:
     return out
 
 
-def engine_deltas(results: list[EngineResult], samples: dict[str, dict[str, np.ndarray]]
+def engine_deltas(results: list[EngineResult], samples: dict[str, dict[str, np.ndarray]],
+                  runs: list[MeasuredRun] | None = None, resolution: float = 0.05
                   ) -> list[EngineDelta]:
     out = []
     for kind in ("tuned", "defaults"):
@@ -160,8 +186,12 @@ def engine_deltas(results: list[EngineResult], samples: dict[str, dict[str, np.n
         for other, other_m in scored[1:]:
             ratio = ratio_interval(other_m.cost.value, samples[other.engine][kind],
                                    best_m.cost.value, samples[best.engine][kind])
+            verdict = verdict_between(runs or [], (best.engine, best_m.trial),
+                                      (other.engine, other_m.trial), resolution,
+                                      family=len(scored) - 1)
+            called = verdict.kind == "better" if verdict is not None else ratio.low > 1.0
             out.append(EngineDelta(kind=kind, best=best.engine, other=other.engine,
-                                   ratio=ratio, winner_called=ratio.low > 1.0))
+                                   ratio=ratio, winner_called=called, verdict=verdict))
     return out
 
 
@@ -181,13 +211,7 @@ def comparison_verdict(results: list[EngineResult], deltas: list[EngineDelta]) -
             parts.append(saved_text(biggest.display_name, d))
     top = next((x for x in deltas if x.kind == "tuned"), None)
     if top is not None:
-        r = top.ratio
-        if top.winner_called:
-            parts.append(f"the best engine ({names[top.best]}) beat the next "
-                         f"({names[top.other]}) by {r.value:.2f}x ({r.low:.2f}-{r.high:.2f})")
-        else:
-            parts.append(f"{names[top.best]} and {names[top.other]} overlap ({r.value:.2f}x, "
-                         f"{r.low:.2f}-{r.high:.2f}): no winner can be called")
+        parts.append(top.sentence(names))
     unheld = [r.display_name for r in results
               if any(m is not None and m.slo_passed_runs < m.runs for m in (r.defaults, r.tuned))]
     caveat = (f" (but {' and '.join(unheld)} {NOT_MET} on some fresh starts: see the "

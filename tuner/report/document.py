@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.table import Table
 
 from tuner.metrics import Interval
-from tuner.report.comparison import Comparison, EngineResult
+from tuner.report.comparison import Comparison, EngineDelta, EngineResult
 from tuner.report.study_report import capacity_text
 
 
@@ -38,9 +38,19 @@ def rows(c: Comparison, sep: str = " ", digits: int = 4) -> list[list[str]]:
 HEAD = ["engine", "defaults $/M out", "tuned $/M out", "tuning delta", "tuned capacity", "note"]
 
 
+def called(d: EngineDelta) -> str:
+    """Whether a winner is called, and on what: the paired verdict when there is one."""
+    v = d.verdict
+    if v is None:
+        return "yes (over requests)" if d.winner_called else "no (intervals overlap)"
+    return {"better": f"yes: {v.interval_text()} paired, resolved",
+            "worse": f"no: the other, {v.interval_text()} paired",
+            "equivalent": f"no: within ±{v.resolution:.0%} ({v.interval_text()} paired)",
+            "unresolved": f"no: unresolved ({v.interval_text()} paired)"}[v.kind]
+
+
 def delta_rows(c: Comparison) -> list[list[str]]:
-    return [[d.kind, d.best, d.other, _ratio(d.ratio), "yes" if d.winner_called else
-             "no (intervals overlap)"] for d in c.engine_deltas]
+    return [[d.kind, d.best, d.other, _ratio(d.ratio), called(d)] for d in c.engine_deltas]
 
 
 DELTA_HEAD = ["compared", "best", "other", "engine delta (other/best)", "winner called"]

@@ -60,6 +60,8 @@ class TrialResult(BaseModel):
                                "the trial was measured again (intensification)")
     quality: QualityVerdict | None = Field(default=None, description="the check of its lossy "
                                            "knobs against the defaults' answers, when made")
+    pair: int | None = Field(default=None, description="in a paired comparison (tune measure "
+                             "--against), the pair this fresh start belongs to, from 1")
 
     @property
     def feasible(self) -> bool:

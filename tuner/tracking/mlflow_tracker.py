@@ -69,8 +69,10 @@ def _param(key: str, value: object) -> Param:
 
 def trial_run_name(r: TrialResult) -> str:
     """A trial's run as the runs table lists it: number, outcome and, when it met the SLOs,
-    its cost (``trial-004 ok $0.1234/M``)."""
-    name = f"trial-{r.number:03d} {r.outcome}"
+    its cost (``trial-004 ok $0.1234/M``); a start of a paired comparison by its index and
+    pair (``start-003 pair 2 ok $0.1234/M``)."""
+    name = (f"trial-{r.number:03d} {r.outcome}" if r.pair is None
+            else f"start-{r.number:03d} pair {r.pair} {r.outcome}")
     return f"{name} {money(r.cost_per_m_output_tokens)}/M" if r.feasible else name
 
 
@@ -261,6 +263,8 @@ class MlflowTracker:
                 "tuner.defaults": str(r.defaults).lower()}
         if r.quality is not None:
             tags["tuner.quality"] = "passed" if r.quality.passed else "failed"
+        if r.pair is not None:  # a start of tune measure --against: its index and pair
+            tags |= {"tuner.start": str(r.number), "tuner.pair": str(r.pair)}
         run = self.client.create_run(self.experiment_id, run_name=trial_run_name(r), tags=tags)
         rid = run.info.run_id
         params = [_param(k, v) for k, v in flat_params(r.config).items()]

@@ -84,6 +84,29 @@ def test_overlapping_engines_call_no_winner(tmp_path: Path) -> None:
     assert "no winner can be called" in comparison_verdict([a, b], deltas)
 
 
+def test_the_engine_delta_is_the_paired_verdict_of_side_by_side_starts(tmp_path: Path) -> None:
+    # Each repeat's starts of the two engines ran side by side: a's capacity about twice b's.
+    loads = {"a": [20.0, 23.0, 21.0, 22.0], "b": [10.0, 11.0, 10.8, 10.6]}
+    runs = [run(tmp_path, e, 1, False, 100, r).model_copy(update={"load": loads[e][r]})
+            for e in ("a", "b") for r in range(4)]
+    a, sa = engine_result("a", "A", "1", "s", [], {"tuned": trial(1, False, 0.5)}, runs, 0)
+    b, sb = engine_result("b", "B", "1", "s", [], {"tuned": trial(1, False, 1.0)}, runs, 0)
+    a.tuned.cost.value, b.tuned.cost.value = 0.5, 1.0  # type: ignore[union-attr]
+    (delta,) = engine_deltas([a, b], {"a": sa, "b": sb}, runs, resolution=0.05)
+    assert delta.verdict is not None and delta.verdict.kind == "better"
+    assert delta.verdict.pairs == 4 and delta.winner_called
+    assert 1.9 < delta.verdict.ratio < 2.1
+    text = comparison_verdict([a, b], [delta])
+    assert "A (tuned) beats B (tuned) by 2.0" in text and "resolved at ±5%" in text
+    # the same starts, the engines a few percent apart: within the resolution, no winner
+    close = [r.model_copy(update={"load": r.load * (1.0 if r.engine == "a" else 1.9)})
+             for r in runs]
+    (near,) = engine_deltas([a, b], {"a": sa, "b": sb}, close, resolution=0.2)
+    assert near.verdict is not None and near.verdict.kind == "equivalent"
+    assert not near.winner_called
+    assert "are within ±20% of each other" in comparison_verdict([a, b], [near])
+
+
 def test_defaults_that_stay_cheapest_are_not_called_a_saving(tmp_path: Path) -> None:
     # Both engines' best re-measured config is their defaults; b costs 2x more per token.
     runs = [run(tmp_path, "a", 0, True, 100, r) for r in range(2)]

@@ -64,6 +64,9 @@ def test_trial_runs_are_named_by_number_outcome_and_cost() -> None:
     failed = TrialResult(number=5, config={}, defaults=False, outcome="quality_failed",
                          cost_per_m_output_tokens=0.1)
     assert trial_run_name(failed) == "trial-005 quality_failed"  # it cannot win: no cost shown
+    start = TrialResult(number=3, config={}, defaults=True, outcome="ok",
+                        cost_per_m_output_tokens=0.123456, pair=2)
+    assert trial_run_name(start) == "start-003 pair 2 ok $0.1235/M"
 
 
 @pytest.mark.slow
@@ -86,7 +89,12 @@ def test_a_study_in_a_real_store_opens_as_model_training_with_its_checked_trials
     assert exp.tags[KIND_TAG] == MODEL_TRAINING
     assert VIEW_TAG in exp.tags
     assert tracker.runs_page() == runs_page(exp.experiment_id)
-    run = client.search_runs([exp.experiment_id], "tags.`tuner.role` = 'trial'")[0]
+    tracker.log_trial(TrialResult(number=3, config={}, defaults=True, outcome="ok",
+                                  cost_per_m_output_tokens=0.1, max_load=9.0, pair=2))
+    paired = client.search_runs([exp.experiment_id], "tags.`tuner.pair` = '2'")
+    assert [(r.info.run_name, r.data.tags["tuner.start"]) for r in paired] == [
+        ("start-003 pair 2 ok $0.1/M", "3")]
+    run = client.search_runs([exp.experiment_id], "tags.`tuner.trial` = '1'")[0]
     assert run.info.run_name == "trial-001 quality_failed"
     assert run.data.tags["tuner.quality"] == "failed"
     assert run.data.params["quality.lossy.kv_cache_dtype"] == "fp8"

@@ -18,6 +18,7 @@ from tuner.study.repeats.remeasure import (
     run_of,
     summarise_candidate,
     unresolved_step,
+    verdict_between,
 )
 from tuner.study.repeats.remeasure_loop import Remeasurement, remeasure_study
 from tuner.study.repeats.remeasure_round import LOST, UNIT, RoundStatus, status_of_round
@@ -27,4 +28,5 @@ __all__ = [
     "Remeasurement", "RoundStatus", "Side", "UNIT", "fresh_start", "interleaved",
     "measure_interleaved", "measure_pairs", "measure_repeats", "paired_outcome", "pick_winner",
     "remeasure_study", "run_of", "status_of_round", "summarise_candidate", "unresolved_step",
+    "verdict_between",
 ]

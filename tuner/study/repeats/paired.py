@@ -50,6 +50,7 @@ def measure_pairs(ctx: TrialContext, a: Side, b: Side, *, pairs: int, tracker: T
         ctx.progress.status("repeat", f"start {i + 1} of {len(order)}: {side.name} "
                             f"(pair {i // 2 + 1})")
         result = fresh_start(ctx, i, side.config, defaults=side.defaults, tag=measure_tag(i))
+        result.pair = i // 2 + 1
         results.append(result)
         tracker.log_trial(result)
         ctx.progress.note(f"{side.name}: " + result.line().replace("trial", "start", 1))

@@ -321,6 +321,24 @@ def verdicts_against_defaults(runs: list[MeasuredRun], picked: list[TrialResult]
     return found
 
 
+def verdict_between(runs: list[MeasuredRun], a: tuple[str, int], b: tuple[str, int],
+                    resolution: float, family: int = 1) -> RatioVerdict | None:
+    """A's advantage over B (B's cost over A's), each identified by (engine, trial), paired
+    repeat by repeat as :func:`measure_interleaved` ran them (engines side by side: ``tune
+    compare``'s engine delta), the start-to-start spread pooled over both; None without a
+    pair."""
+    def starts(key: tuple[str, int]) -> dict[int, MeasuredRun]:
+        return {r.repeat: r for r in runs if (r.engine, r.trial) == key and _pairable(r)}
+
+    mine, theirs = starts(a), starts(b)
+    logs = [math.log(o.usd_per_hour * m.load / (m.usd_per_hour * o.load))
+            for rep, m in mine.items() if (o := theirs.get(rep)) is not None]
+    if not logs:
+        return None
+    pooled = pooled_spread([[r.load for r in mine.values()], [r.load for r in theirs.values()]])
+    return paired_verdict(logs, resolution, pooled=pooled, family=family)
+
+
 def study_verdict_of(found: list[TrialVerdict]
                      ) -> tuple[RatioVerdict | None, int | None, StudyVerdict | None]:
     """The study's verdict from each candidate's (:func:`verdicts_against_defaults`): a win

@@ -29,6 +29,9 @@ class NoiseRecord(BaseModel):
     workload: str
     measured_at: str
     """ISO 8601, UTC."""
+    start_s: float | None = None
+    """The median wall time of one fresh start (launch, warm-up, capacity search, teardown);
+    None in records written before it was kept."""
 
     def source(self) -> str:
         return (f"the start-to-start CV of {self.engine} {self.engine_version} on this host "
@@ -43,10 +46,12 @@ def noise_record_path(cache_dir: Path, engine: str, engine_version: str, host: s
 
 
 def save_noise_record(cache_dir: Path, spread: PooledSpread, *, engine: str,
-                      engine_version: str, host: str, workload: str) -> Path:
+                      engine_version: str, host: str, workload: str,
+                      start_s: float | None = None) -> Path:
     """Keep ``spread`` as this host and engine's noise (written whole, or not at all)."""
     record = NoiseRecord(spread=spread, engine=engine, engine_version=engine_version, host=host,
-                         workload=workload, measured_at=datetime.now(UTC).isoformat())
+                         workload=workload, measured_at=datetime.now(UTC).isoformat(),
+                         start_s=start_s)
     path = noise_record_path(cache_dir, engine, engine_version, host)
     write_atomic(path, record.model_dump_json(indent=2) + "\n")
     return path
