@@ -48,11 +48,38 @@ def test_running_on_pins_for_the_block_only() -> None:
         assert os.sched_getaffinity(0) == before
 
 
-def test_vllm_binds_its_compute_threads_and_stays_free_otherwise() -> None:
-    r = render(load_engine_spec("vllm"), {}, device="cpu", mode="process", values=VALUES,
-               cpus="0-6")
+def test_vllm_binds_its_compute_threads_and_keeps_its_helpers_apart() -> None:
+    spec = load_engine_spec("vllm")
+    r = render(spec, {}, device="cpu", mode="process", values=VALUES, cpus="0-6",
+               other_cpus="7")
     assert r.env["VLLM_CPU_OMP_THREADS_BIND"] == "0-6"
-    assert r.cpus is None
+    assert r.cpus == "7"  # the API server and the scheduler, off the OpenMP cores
+    assert "VLLM_CPU_OMP_THREADS_BIND=0-6 " in r.command_line()
+    assert " taskset -c 7 python -m vllm" in r.command_line()
+    nowhere_else = render(spec, {}, device="cpu", mode="process", values=VALUES, cpus="0-6")
+    assert nowhere_else.cpus is None
+
+
+def test_the_process_launcher_gives_the_helpers_the_cores_the_engine_was_not_given() -> None:
+    from tuner.launch import ProcessLauncher
+
+    launcher = ProcessLauncher()
+    launcher.host_cpus = {0, 1, 2, 3}
+    assert launcher.other_cpus("0-2") == "3"
+    assert launcher.other_cpus("0-3") is None
+    assert launcher.other_cpus(None) is None
+
+
+def test_an_engine_is_confined_or_keeps_its_helpers_apart_not_both() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    from tuner.engines import EngineSpec
+
+    both = load_engine_spec("vllm").model_dump()
+    both["cpu_binding"]["affinity"] = True
+    with pytest.raises(ValidationError, match="exclude each other"):
+        EngineSpec.model_validate(both)
 
 
 def test_llamacpp_runs_wholly_on_its_cores_and_says_so_in_its_command(tmp_path: Path) -> None:

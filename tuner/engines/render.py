@@ -139,21 +139,29 @@ def options_yaml(spec: EngineSpec, config: dict[str, Any], device: Device) -> st
     return yaml.safe_dump(tree, sort_keys=True) if tree else None
 
 
-def cpu_binding(spec: EngineSpec, cpus: str | None) -> tuple[dict[str, str], str | None]:
+def cpu_binding(spec: EngineSpec, cpus: str | None, other_cpus: str | None = None
+                ) -> tuple[dict[str, str], str | None]:
     """The environment that binds the engine's compute threads to ``cpus``, and the cores the
-    whole engine is confined to (None: not confined), as the spec's ``cpu_binding`` says."""
-    if not cpus or spec.cpu_binding is None:
+    engine's process is confined to (None: not confined), as the spec's ``cpu_binding`` says:
+    ``cpus`` with ``affinity``; with ``helpers_apart``, ``other_cpus`` (the host's other
+    cores), where its helpers run while the environment binds its compute threads."""
+    binding = spec.cpu_binding
+    if not cpus or binding is None:
         return {}, None
-    env = {k: v.format(cpus=cpus) for k, v in spec.cpu_binding.env.items()}
-    return env, cpus if spec.cpu_binding.affinity else None
+    env = {k: v.format(cpus=cpus) for k, v in binding.env.items()}
+    if binding.helpers_apart and other_cpus:
+        return env, other_cpus
+    return env, cpus if binding.affinity else None
 
 
 def render(spec: EngineSpec, config: dict[str, Any], *, device: Device, mode: Mode,
            values: dict[str, str], model_root: Path | None = None,
-           cpus: str | None = None) -> Rendered:
+           cpus: str | None = None, other_cpus: str | None = None) -> Rendered:
     """The launch for ``config``; ``values`` fills the templates ({model}, {port}, ...).
     ``model_root`` is the model folder on this host, where a model_file knob picks its file;
-    ``cpus`` the engine's share of a CPU host's cores (kernel list syntax), or None."""
+    ``cpus`` the engine's share of a CPU host's cores (kernel list syntax), or None;
+    ``other_cpus`` the rest of them, for an engine whose helpers run apart (a process
+    only: inside a container's cpuset the compute threads could not be bound outside it)."""
     launch = spec.process if mode == "process" else spec.container
     if launch is None:
         raise KeyError(f"{spec.name} has no {mode} launch")
@@ -166,6 +174,6 @@ def render(spec: EngineSpec, config: dict[str, Any], *, device: Device, mode: Mo
     options = options_yaml(spec, config, device)
     if options is not None and spec.options_file is not None:
         args += [spec.options_file.flag, OPTIONS_FILE]
-    bind_env, confined = cpu_binding(spec, cpus)
+    bind_env, confined = cpu_binding(spec, cpus, other_cpus)
     return Rendered(argv=base + args, env={**launch.env, **env, **bind_env}, options=options,
                     cpus=confined)

@@ -140,6 +140,18 @@ class CpuBinding(StrictModel):
                                 "engine's compute threads; {cpus} is the engine's core list")
     affinity: bool = Field(default=False, description="run the whole engine on its cores "
                            "(the process's CPU affinity, a container's cpuset)")
+    helpers_apart: bool = Field(default=False, description="a process engine's other "
+                                "processes and threads (API server, scheduler) run on the "
+                                "host's other cores, never on the compute cores that ``env`` "
+                                "binds; without it they run anywhere, and the kernel may put "
+                                "them beside the compute threads")
+
+    @model_validator(mode="after")
+    def _one_placement(self) -> CpuBinding:
+        if self.affinity and self.helpers_apart:
+            raise ValueError("affinity (the whole engine on its cores) and helpers_apart (its "
+                             "helpers on the other cores) exclude each other; choose one")
+        return self
 
 
 class Failures(StrictModel):

@@ -24,7 +24,7 @@ import psutil
 
 from tuner.core import EngineStartError
 from tuner.engines import Device, Rendered, render
-from tuner.host import parse_cpu_list
+from tuner.host import cpu_list, parse_cpu_list
 from tuner.launch.base import EngineHandle, LaunchRequest
 from tuner.launch.isolation import cache_folder, launch_values
 from tuner.launch.isolation import free_port as free_port  # where callers have found it
@@ -200,7 +200,8 @@ class ProcessLauncher:
                           values={"python": self.python, "model": request.model,
                                   "served_name": request.served_name, "host": self.host,
                                   **values},
-                          cpus=None if request.devices else request.cpus)
+                          cpus=None if request.devices else request.cpus,
+                          other_cpus=None if request.devices else self.other_cpus(request.cpus))
         if rendered.options is not None:
             rendered = rendered.with_options_path(str(rendered.write_options(request.log_path)))
         engine_id = uuid.uuid4().hex
@@ -225,6 +226,15 @@ class ProcessLauncher:
         log.debug("started %s pid %s on port %s", spec.name, proc.pid, port)
         return ProcessHandle(proc, rendered, f"http://{self.host}:{port}", request.log_path,
                              spec.metrics_path, engine_id)
+
+    def other_cpus(self, cpus: str | None) -> str | None:
+        """The host's cores outside the engine's share (the load generator's), where an engine
+        whose helpers run apart puts them; None when the engine has no share or no core is
+        left."""
+        if not cpus:
+            return None
+        rest = sorted(self.host_cpus - parse_cpu_list(cpus))
+        return cpu_list(rest) if rest else None
 
     def lease_caches(self, request: LaunchRequest) -> dict[str, str]:
         """The spec's ``cache_env``, each pointing at the lease's own folder (GPU trials)."""

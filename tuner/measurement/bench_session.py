@@ -3,6 +3,7 @@ capacity, and write the figures and per-request records."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from tuner.measurement.capacity import CapacityResult, capacity_of
 from tuner.measurement.curve_search import Probe, SearchBudget, search_capacity
 from tuner.measurement.early_stop import SloGuard
 from tuner.measurement.step_line import step_line
-from tuner.measurement.warmup import WARMUP_EPOCH, WarmupResult, warm_up
+from tuner.measurement.warmup import RAMP_EPOCHS, WARMUP_EPOCH, WarmupResult, ramp, warm_up
 from tuner.metric_registry import ERROR_RATE, TTFT_P95
 from tuner.metrics import KEEP_UP_CHECKS, RunSummary, StepSample, measured, summarise
 from tuner.workload import (
@@ -106,9 +107,23 @@ class Bench:
                         else load)
 
     async def warm_up(self, load: float) -> WarmupResult:
-        """Warm the engine at ``load`` until its latencies settle (see measurement.warmup)."""
+        """Ramp the engine up from ``load`` once, then warm it at ``load`` until its
+        latencies settle (see measurement.warmup); the ramp counts in the warm-up's time."""
         cfg = self.workload.warmup.engine
         rounds = cfg.round_requests
+        t0 = time.monotonic()
+
+        async def ramp_round(at: float, i: int) -> RunSummary:
+            await wait_idle(self.runner.metrics_url)
+            self.runner.progress.status("phase", f"ramping the engine up (round {i + 1})")
+            return await self.once(at, epoch=WARMUP_EPOCH + RAMP_EPOCHS + i,
+                                   duration_s=cfg.ramp_s, stop_check=self.guard(at),
+                                   keep=False, label=f"engine ramp round {i + 1}, "
+                                   f"{self.load_label(at)}")
+        ramped = await ramp(ramp_round, load, cfg,
+                            integer=isinstance(self.workload.arrival, ConcurrencyArrivals))
+        if ramped:
+            await wait_idle(self.runner.metrics_url)
 
         async def run_round(i: int) -> RunSummary:
             self.runner.progress.status("phase", f"warming up the engine (round {i + 1})")
@@ -119,7 +134,8 @@ class Bench:
             return await self.once(load, epoch=WARMUP_EPOCH + i, duration_s=duration,
                                    keep=False, label=f"engine warm-up round {i + 1}, "
                                    f"{self.load_label(load)}")
-        return await warm_up(run_round, cfg)
+        warmed = await warm_up(run_round, cfg, ramped=ramped)
+        return warmed.model_copy(update={"seconds": time.monotonic() - t0})
 
     async def capacity(self, *, first_epoch: int = 0,
                        before_step: Callable[[], None] | None = None) -> CapacityResult:

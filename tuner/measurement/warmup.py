@@ -1,9 +1,13 @@
 """Warm a freshly started engine until its latencies stop moving.
 
 An engine's first requests are not its steady state: vLLM compiles new batch shapes, caches
-are allocated, pages are faulted in. Rounds of the workload's own mix are sent at the first
-load of the capacity search (fresh prompts, never measured) until two rounds in a row have
-median TTFT and median TPOT within ``tolerance`` of each other, or ``max_s`` has passed.
+are allocated, pages are faulted in. First a ramp: short rounds at twice, four times, ... the
+first load of the capacity search, until one fails the SLOs, so that the engine has met its
+large batches once (the first 15-25 s at a high load after a start were several times slower
+than the rest of it: experiments/verdicts/results/slow_phase.txt). Then rounds of the
+workload's own mix at the first load (fresh prompts, never measured) until two rounds in a
+row have median TTFT and median TPOT within ``tolerance`` of each other, or ``max_s`` has
+passed.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from tuner.metrics import RunSummary
 from tuner.workload import EngineWarmup
 
 WARMUP_EPOCH = 500  # prompts of their own: warm-up never warms a measured step's prefixes
+RAMP_EPOCHS = 100
+"""The ramp's prompts: epochs WARMUP_EPOCH + RAMP_EPOCHS + i, apart from the rounds'."""
 
 
 class WarmupRound(BaseModel):
@@ -30,6 +36,8 @@ class WarmupResult(BaseModel):
     rounds: list[WarmupRound]
     seconds: float
     stable: bool
+    ramp: list[WarmupRound] = []
+    """The ramp's rounds, before ``rounds`` (none in records made before it)."""
 
 
 def settled(rounds: Sequence[WarmupRound], tolerance: float, min_rounds: int = 2) -> bool:
@@ -49,16 +57,39 @@ def settled(rounds: Sequence[WarmupRound], tolerance: float, min_rounds: int = 2
     return True
 
 
+def round_of(s: RunSummary) -> WarmupRound:
+    return WarmupRound(load=s.load, requests=s.requests, ttft_p50_ms=s.ttft_ms.p50,
+                       tpot_p50_ms=s.tpot_ms.p50)
+
+
+async def ramp(run_round: Callable[[float, int], Awaitable[RunSummary]], first: float,
+               cfg: EngineWarmup, integer: bool = False) -> list[WarmupRound]:
+    """``run_round(load, i)`` at twice ``first``, then twice that, ... until a round fails
+    the SLOs or ``cfg.ramp_rounds`` have run (none when ``cfg.ramp_s`` is 0)."""
+    rounds: list[WarmupRound] = []
+    load = first
+    for i in range(cfg.ramp_rounds if cfg.ramp_s > 0 else 0):
+        load = float(max(load + 1, round(2 * load))) if integer else 2 * load
+        s = await run_round(load, i)
+        rounds.append(round_of(s))
+        if not s.slo.passed:
+            break
+    return rounds
+
+
 async def warm_up(run_round: Callable[[int], Awaitable[RunSummary]], cfg: EngineWarmup,
-                  clock: Callable[[], float] = time.monotonic) -> WarmupResult:
-    """Call ``run_round(i)`` until :func:`settled` or ``cfg.max_s`` has passed."""
+                  clock: Callable[[], float] = time.monotonic,
+                  ramped: Sequence[WarmupRound] = ()) -> WarmupResult:
+    """Call ``run_round(i)`` until :func:`settled` or ``cfg.max_s`` has passed (``ramped``:
+    the ramp's rounds before, kept in the result)."""
     start = clock()
     rounds: list[WarmupRound] = []
     while True:
         s = await run_round(len(rounds))
-        rounds.append(WarmupRound(load=s.load, requests=s.requests, ttft_p50_ms=s.ttft_ms.p50,
-                                  tpot_p50_ms=s.tpot_ms.p50))
+        rounds.append(round_of(s))
         if settled(rounds, cfg.tolerance, cfg.min_rounds):
-            return WarmupResult(rounds=rounds, seconds=clock() - start, stable=True)
+            return WarmupResult(rounds=rounds, seconds=clock() - start, stable=True,
+                                ramp=list(ramped))
         if clock() - start >= cfg.max_s:
-            return WarmupResult(rounds=rounds, seconds=clock() - start, stable=False)
+            return WarmupResult(rounds=rounds, seconds=clock() - start, stable=False,
+                                ramp=list(ramped))

@@ -55,3 +55,25 @@ async def test_warm_up_gives_up_at_its_bound() -> None:
     assert not result.stable
     assert len(result.rounds) == 4
     assert result.seconds == 40
+
+
+async def test_the_ramp_doubles_the_load_until_a_round_fails_the_slos() -> None:
+    from tuner.measurement.warmup import ramp
+
+    seen: list[float] = []
+
+    async def run_round(load: float, i: int) -> RunSummary:
+        seen.append(load)
+        return fake_summary(load, load < 60)  # the engine holds its SLOs below 60
+
+    done = await ramp(run_round, 8.0, EngineWarmup())
+    assert seen == [16.0, 32.0, 64.0]  # the round past the capacity is the last
+    assert [r.load for r in done] == seen
+    seen.clear()
+    await ramp(run_round, 1.0, EngineWarmup(ramp_rounds=3))
+    assert seen == [2.0, 4.0, 8.0]
+    seen.clear()
+    assert await ramp(run_round, 8.0, EngineWarmup(ramp_s=0)) == []
+    assert seen == []
+    await ramp(run_round, 1.0, EngineWarmup(ramp_rounds=3), integer=True)  # concurrency
+    assert seen == [2.0, 4.0, 8.0]

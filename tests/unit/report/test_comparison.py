@@ -93,16 +93,20 @@ def test_the_engine_delta_is_the_paired_verdict_of_side_by_side_starts(tmp_path:
     b, sb = engine_result("b", "B", "1", "s", [], {"tuned": trial(1, False, 1.0)}, runs, 0)
     a.tuned.cost.value, b.tuned.cost.value = 0.5, 1.0  # type: ignore[union-attr]
     (delta,) = engine_deltas([a, b], {"a": sa, "b": sb}, runs, resolution=0.05)
-    assert delta.verdict is not None and delta.verdict.kind == "better"
-    assert delta.verdict.pairs == 4 and delta.winner_called
+    assert delta.verdict is not None
+    assert delta.verdict.kind == "better"
+    assert delta.verdict.pairs == 4
+    assert delta.winner_called
     assert 1.9 < delta.verdict.ratio < 2.1
     text = comparison_verdict([a, b], [delta])
-    assert "A (tuned) beats B (tuned) by 2.0" in text and "resolved at ±5%" in text
+    assert "A (tuned) beats B (tuned) by 2.0" in text
+    assert "resolved at ±5%" in text
     # the same starts, the engines a few percent apart: within the resolution, no winner
     close = [r.model_copy(update={"load": r.load * (1.0 if r.engine == "a" else 1.9)})
              for r in runs]
     (near,) = engine_deltas([a, b], {"a": sa, "b": sb}, close, resolution=0.2)
-    assert near.verdict is not None and near.verdict.kind == "equivalent"
+    assert near.verdict is not None
+    assert near.verdict.kind == "equivalent"
     assert not near.winner_called
     assert "are within ±20% of each other" in comparison_verdict([a, b], [near])
 
