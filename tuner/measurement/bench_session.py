@@ -134,8 +134,8 @@ class Bench:
             return await self.once(load, epoch=WARMUP_EPOCH + i, duration_s=duration,
                                    keep=False, label=f"engine warm-up round {i + 1}, "
                                    f"{self.load_label(load)}")
-        warmed = await warm_up(run_round, cfg, ramped=ramped)
-        return warmed.model_copy(update={"seconds": time.monotonic() - t0})
+        warmed = await warm_up(run_round, cfg)
+        return warmed.model_copy(update={"ramp": ramped, "seconds": time.monotonic() - t0})
 
     async def capacity(self, *, first_epoch: int = 0,
                        before_step: Callable[[], None] | None = None) -> CapacityResult:

@@ -78,18 +78,14 @@ async def ramp(run_round: Callable[[float, int], Awaitable[RunSummary]], first: 
 
 
 async def warm_up(run_round: Callable[[int], Awaitable[RunSummary]], cfg: EngineWarmup,
-                  clock: Callable[[], float] = time.monotonic,
-                  ramped: Sequence[WarmupRound] = ()) -> WarmupResult:
-    """Call ``run_round(i)`` until :func:`settled` or ``cfg.max_s`` has passed (``ramped``:
-    the ramp's rounds before, kept in the result)."""
+                  clock: Callable[[], float] = time.monotonic) -> WarmupResult:
+    """Call ``run_round(i)`` until :func:`settled` or ``cfg.max_s`` has passed."""
     start = clock()
     rounds: list[WarmupRound] = []
     while True:
         s = await run_round(len(rounds))
         rounds.append(round_of(s))
         if settled(rounds, cfg.tolerance, cfg.min_rounds):
-            return WarmupResult(rounds=rounds, seconds=clock() - start, stable=True,
-                                ramp=list(ramped))
+            return WarmupResult(rounds=rounds, seconds=clock() - start, stable=True)
         if clock() - start >= cfg.max_s:
-            return WarmupResult(rounds=rounds, seconds=clock() - start, stable=False,
-                                ramp=list(ramped))
+            return WarmupResult(rounds=rounds, seconds=clock() - start, stable=False)

@@ -294,6 +294,12 @@ def _pairable(run: MeasuredRun) -> bool:
     return run.failure is None and run.load > 0 and not run.bound
 
 
+def _advantage(run: MeasuredRun, over: MeasuredRun) -> float:
+    """The log of ``run``'s advantage over the start it is paired with: ``over``'s cost over
+    its own (capacity ratio times price ratio)."""
+    return math.log(over.usd_per_hour * run.load / (run.usd_per_hour * over.load))
+
+
 def start_groups(runs: list[MeasuredRun], picked: list[TrialResult]) -> list[list[float]]:
     """Each candidate's capacities on the fresh starts that can be compared."""
     return [[r.load for r in runs if r.trial == t.number and _pairable(r)] for t in picked]
@@ -312,8 +318,7 @@ def verdicts_against_defaults(runs: list[MeasuredRun], picked: list[TrialResult]
     pooled = pooled_spread(start_groups(runs, picked)) or prior
     found: list[TrialVerdict] = []
     for t in others:
-        logs = [math.log(d.usd_per_hour * r.load / (r.usd_per_hour * d.load))
-                for r in runs if r.trial == t.number and _pairable(r)
+        logs = [_advantage(r, over=d) for r in runs if r.trial == t.number and _pairable(r)
                 and (d := base.get(r.repeat)) is not None]
         if logs:
             found.append(TrialVerdict(trial=t.number, verdict=paired_verdict(
@@ -331,8 +336,8 @@ def verdict_between(runs: list[MeasuredRun], a: tuple[str, int], b: tuple[str, i
         return {r.repeat: r for r in runs if (r.engine, r.trial) == key and _pairable(r)}
 
     mine, theirs = starts(a), starts(b)
-    logs = [math.log(o.usd_per_hour * m.load / (m.usd_per_hour * o.load))
-            for rep, m in mine.items() if (o := theirs.get(rep)) is not None]
+    logs = [_advantage(m, over=o) for rep, m in mine.items()
+            if (o := theirs.get(rep)) is not None]
     if not logs:
         return None
     pooled = pooled_spread([[r.load for r in mine.values()], [r.load for r in theirs.values()]])
