@@ -2,9 +2,12 @@
 
 An engine's first requests are not its steady state: vLLM compiles new batch shapes, caches
 are allocated, pages are faulted in. First a ramp: short rounds at twice, four times, ... the
-first load of the capacity search, until one fails the SLOs, so that the engine has met its
-large batches once (the first 15-25 s at a high load after a start were several times slower
-than the rest of it: experiments/verdicts/results/slow_phase.txt). Then rounds of the
+first load of the capacity search. A round that fails the SLOs is repeated at its load while it
+gets faster, and the doubling goes on once one passes; the ramp ends at a load that fails and
+no longer improves. So the engine has met its large batches, and left its slow phase, before a
+step is measured (the first 15-25 s at a high load after a start were several times slower
+than the rest of it, and a ramp that stopped at its first failing round stopped inside that
+phase at 16-32 req/s: experiments/verdicts/results/slow_phase.txt). Then rounds of the
 workload's own mix at the first load (fresh prompts, never measured) until two rounds in a
 row have median TTFT and median TPOT within ``tolerance`` of each other, or ``max_s`` has
 passed.
@@ -62,18 +65,35 @@ def round_of(s: RunSummary) -> WarmupRound:
                        tpot_p50_ms=s.tpot_ms.p50)
 
 
+def faster(now: WarmupRound, then: WarmupRound, tolerance: float) -> bool:
+    """``now``'s median TTFT or median TPOT is below ``then``'s by more than ``tolerance``."""
+    return any(a is not None and b is not None and a < (1 - tolerance) * b
+               for a, b in ((now.ttft_p50_ms, then.ttft_p50_ms),
+                            (now.tpot_p50_ms, then.tpot_p50_ms)))
+
+
 async def ramp(run_round: Callable[[float, int], Awaitable[RunSummary]], first: float,
                cfg: EngineWarmup, integer: bool = False) -> list[WarmupRound]:
-    """``run_round(load, i)`` at twice ``first``, then twice that, ... until a round fails
-    the SLOs or ``cfg.ramp_rounds`` have run (none when ``cfg.ramp_s`` is 0)."""
+    """``run_round(load, i)`` at twice ``first``, then twice that, ...; a round that fails the
+    SLOs is run again at its load while it is :func:`faster` than the one before (the engine
+    is still leaving its slow phase), and the ramp ends at a failing round that is not, or
+    after ``cfg.ramp_rounds`` (none when ``cfg.ramp_s`` is 0)."""
     rounds: list[WarmupRound] = []
     load = first
+    hold = False
     for i in range(cfg.ramp_rounds if cfg.ramp_s > 0 else 0):
-        load = float(max(load + 1, round(2 * load))) if integer else 2 * load
+        if not hold:
+            load = float(max(load + 1, round(2 * load))) if integer else 2 * load
         s = await run_round(load, i)
-        rounds.append(round_of(s))
-        if not s.slo.passed:
+        this = round_of(s)
+        if s.slo.passed:
+            hold = False
+        elif hold and not faster(this, rounds[-1], cfg.tolerance):
+            rounds.append(this)
             break
+        else:
+            hold = True
+        rounds.append(this)
     return rounds
 
 

@@ -89,11 +89,12 @@ class EngineWarmup(StrictModel):
     max_s: float = Field(default=90.0, gt=0, description="give up waiting for stability then "
                          "(the measurement goes on; the record says it was not stable)")
     ramp_s: float = Field(default=2.0, ge=0, description="seconds of each ramp round: before "
-                          "the rounds above, the load doubles from the first one each round "
-                          "until a round fails the SLOs (or ramp_rounds end), so that the "
-                          "engine has met its large batches once before a step is measured "
-                          "(0: no ramp)")
-    ramp_rounds: int = Field(default=6, ge=1, le=20, description="the most ramp rounds")
+                          "the rounds above, the load doubles from the first one each round; "
+                          "a round that fails the SLOs is repeated at its load while it gets "
+                          "faster (by more than tolerance), and the ramp ends at a failing "
+                          "round that does not, so that the engine has met its large batches "
+                          "and left its slow phase before a step is measured (0: no ramp)")
+    ramp_rounds: int = Field(default=16, ge=1, le=40, description="the most ramp rounds")
 
 
 class Warmup(StrictModel):

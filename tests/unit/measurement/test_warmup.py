@@ -57,7 +57,8 @@ async def test_warm_up_gives_up_at_its_bound() -> None:
     assert result.seconds == 40
 
 
-async def test_the_ramp_doubles_the_load_until_a_round_fails_the_slos() -> None:
+async def test_the_ramp_doubles_the_load_until_a_round_fails_the_slos_and_stops_improving(
+) -> None:
     from tuner.measurement.warmup import ramp
 
     seen: list[float] = []
@@ -67,7 +68,7 @@ async def test_the_ramp_doubles_the_load_until_a_round_fails_the_slos() -> None:
         return fake_summary(load, load < 60)  # the engine holds its SLOs below 60
 
     done = await ramp(run_round, 8.0, EngineWarmup())
-    assert seen == [16.0, 32.0, 64.0]  # the round past the capacity is the last
+    assert seen == [16.0, 32.0, 64.0, 64.0]  # past the capacity, once more: no faster
     assert [r.load for r in done] == seen
     seen.clear()
     await ramp(run_round, 1.0, EngineWarmup(ramp_rounds=3))
@@ -77,3 +78,30 @@ async def test_the_ramp_doubles_the_load_until_a_round_fails_the_slos() -> None:
     assert seen == []
     await ramp(run_round, 1.0, EngineWarmup(ramp_rounds=3), integer=True)  # concurrency
     assert seen == [2.0, 4.0, 8.0]
+
+
+async def test_the_ramp_holds_a_failing_load_while_the_engine_leaves_its_slow_phase() -> None:
+    """A fresh start is slow for its first rounds at a high load (slow_phase.txt): the ramp
+    holds the load that failed while its rounds get faster, and doubles again once one
+    passes."""
+    from tuner.measurement.warmup import ramp
+
+    seen: list[float] = []
+    slow_tpot = iter([110.0, 70.0, 40.0])  # the slow phase at 32, then it is over
+
+    async def run_round(load: float, i: int) -> RunSummary:
+        seen.append(load)
+        if load == 32.0:
+            tpot = next(slow_tpot, 25.0)
+            return summary_with(300, tpot).model_copy(update={
+                "load": load, "slo": fake_summary(load, tpot < 50).slo})
+        return summary_with(200, 20 if load < 100 else 60).model_copy(update={
+            "load": load, "slo": fake_summary(load, load < 100).slo})
+
+    done = await ramp(run_round, 8.0, EngineWarmup(tolerance=0.25))
+    assert seen == [16.0, 32.0, 32.0, 32.0, 64.0, 128.0, 128.0]
+    assert len(done) == len(seen)
+    seen.clear()
+    slow_tpot = iter([110.0, 70.0, 40.0])
+    await ramp(run_round, 8.0, EngineWarmup(ramp_rounds=3))
+    assert seen == [16.0, 32.0, 32.0]  # the bound on rounds holds while it holds a load
