@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.contracts.tracker import RecordedStudy, RecordedTrial, TrackerCase, TrackerContract
+from tests.contracts.tracker import (
+    RecordedStart,
+    RecordedStudy,
+    RecordedTrial,
+    TrackerCase,
+    TrackerContract,
+)
 from tuner.study import NullTracker, Tracker
 
 
@@ -30,6 +36,10 @@ class NullCase(TrackerCase):
         return None
 
     def trials(self, study_id: str) -> list[RecordedTrial]:
+        assert self.written() == []
+        return []
+
+    def starts(self, study_id: str) -> list[RecordedStart]:
         assert self.written() == []
         return []
 

@@ -11,7 +11,8 @@ own reader (for MLflow, ``MlflowClient``), translated into :class:`RecordedStudy
   back to the study's record (or a new one): one record per study, always;
 - ``log_trial`` records each finished trial once under the study, from any number of
   processes; ``catch_up`` records the given trials the store lacks, and none twice;
-- ``finish_study`` records the study's metrics, files and texts and ends its record;
+- ``finish_study`` records the study's metrics, files and texts and ends its record, and each
+  fresh start of its re-measurement once, by its trial, start and pair;
 - a store that goes down after the study started holds nothing up and loses nothing: what
   it missed is recorded by the same command run again (:class:`TrackerOutageContract`, run
   on a tracking server: a local file, or no store at all, cannot be down);
@@ -34,6 +35,7 @@ import pytest
 
 from tests.unit.fakes.trials import trial
 from tuner.study import Tracker, TrialResult
+from tuner.study.repeats import MeasuredRun
 
 TAGS = {"tuner.engine": "contract-engine"}
 PARAMS = {"engine": "contract-engine", "model": "tiny-llama", "seed": "3"}
@@ -65,6 +67,17 @@ class RecordedStudy:
     metrics: dict[str, float]
     files: dict[str, bytes]
     """Every file of the study's record by its path there, with its content."""
+
+
+@dataclass
+class RecordedStart:
+    """A fresh start of the re-measurement as a store holds it."""
+
+    trial: int
+    start: int
+    pair: int
+    capacity: float | None
+    complete: bool
 
 
 class TrackerCase(ABC):
@@ -99,6 +112,10 @@ class TrackerCase(ABC):
     @abstractmethod
     def trials(self, study_id: str) -> list[RecordedTrial]:
         """Every trial record under the study (twice if recorded twice), by number."""
+
+    @abstractmethod
+    def starts(self, study_id: str) -> list[RecordedStart]:
+        """Every start record under the study (twice if recorded twice), by trial and start."""
 
     @abstractmethod
     def trial_files(self, study_id: str, number: int) -> set[str]:
@@ -142,6 +159,23 @@ class TrackerContract:
                             detail="engine exited with code 139 under load",
                             command="engine --seqs 256", log_path=str(log),
                             records_path=str(records))]
+
+    @pytest.fixture
+    def starts(self, tmp_path: Path) -> list[MeasuredRun]:
+        """Two repeats of the defaults and a candidate, paired; one start that failed."""
+        records = tmp_path / "remeasure-001-0.csv"
+        records.write_text("index,output_tokens\n0,8\n")
+        return [MeasuredRun(engine="contract-engine", trial=t, defaults=t == 0, repeat=rep,
+                            load=load, usd_per_hour=1.0, records_path=str(records),
+                            failure=None if load else "crashed_during_load: exit 139")
+                for t, rep, load in ((0, 0, 40.0), (1, 0, 48.0), (0, 1, 42.0), (1, 1, 0.0))]
+
+    def expect_starts(self, case: TrackerCase, study_id: str,
+                      starts: list[MeasuredRun]) -> None:
+        want = sorted((r.trial, r.repeat, r.repeat, r.load or None, True) for r in starts)
+        got = [(s.trial, s.start, s.pair, s.capacity, s.complete)
+               for s in case.starts(study_id)]
+        assert got == (want if case.records else [])
 
     def expect_trials(self, case: TrackerCase, study_id: str,
                       results: list[TrialResult]) -> None:
@@ -246,6 +280,7 @@ class TrackerContract:
         texts = {"best_config.yaml": "max_num_seqs: 64\n", "launch_command.sh": "#!/bin/sh\n"}
         tracker.finish_study(metrics, [("", summary), ("plots", plot)], texts)
         study = tracker_case.study(study_id)
+        tracker_case.starts(study_id)  # a study without a re-measurement has no start
         if not tracker_case.records:
             assert study is None
             return
@@ -256,6 +291,17 @@ class TrackerContract:
                                "plots/pareto.png": plot.read_bytes(),
                                "best_config.yaml": b"max_num_seqs: 64\n",
                                "launch_command.sh": b"#!/bin/sh\n"}
+
+    def test_each_fresh_start_of_the_remeasurement_is_recorded_once(
+            self, tracker_case: TrackerCase, name: str, starts: list[MeasuredRun]) -> None:
+        tracker = tracker_case.tracker(tracker_case.run_folder())
+        study_id = tracker.start_study(name, tags=TAGS, params=PARAMS)
+        tracker.finish_study({"wall_s": 1.0}, [], {}, starts=starts)
+        self.expect_starts(tracker_case, study_id, starts)
+        again = tracker_case.tracker(tracker_case.run_folder())  # the end written twice
+        assert again.start_study(name, tags=TAGS, params=PARAMS, parent_id=study_id) == study_id
+        again.finish_study({"wall_s": 1.0}, [], {}, starts=starts)
+        self.expect_starts(tracker_case, study_id, starts)
 
     def test_nothing_is_written_into_the_working_directory(
             self, tracker_case: TrackerCase, name: str, results: list[TrialResult],
@@ -277,7 +323,8 @@ class TrackerOutageContract(TrackerContract):
     store can be down (a tracking server; a local file or no store cannot be)."""
 
     def test_a_store_down_after_the_start_holds_nothing_up_and_loses_nothing(
-            self, tracker_case: TrackerCase, name: str, results: list[TrialResult]) -> None:
+            self, tracker_case: TrackerCase, name: str, results: list[TrialResult],
+            starts: list[MeasuredRun]) -> None:
         outage = tracker_case.outage()
         folder = tracker_case.run_folder()
         tracker = tracker_case.tracker(folder)
@@ -285,8 +332,9 @@ class TrackerOutageContract(TrackerContract):
         tracker.log_trial(results[0])
         with outage:
             tracker.log_trial(results[1])  # raises nothing: kept for later
-            tracker.finish_study({"wall_s": 3.0}, [], {})
+            tracker.finish_study({"wall_s": 3.0}, [], {}, starts=starts)
         self.expect_trials(tracker_case, study_id, results[:1])
+        self.expect_starts(tracker_case, study_id, [])
         # The same command run again, once the store answers, records what it missed:
         rerun = tracker_case.tracker(folder)
         assert rerun.start_study(name, tags=TAGS, params=PARAMS, parent_id=study_id) == study_id
@@ -296,3 +344,4 @@ class TrackerOutageContract(TrackerContract):
         assert study is not None
         assert study.ended
         assert study.metrics["wall_s"] == 3.0
+        self.expect_starts(tracker_case, study_id, starts)

@@ -15,7 +15,7 @@ from mlflow.entities import Run
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from tests.contracts.tracker import RecordedStudy, RecordedTrial, TrackerCase
+from tests.contracts.tracker import RecordedStart, RecordedStudy, RecordedTrial, TrackerCase
 from tests.integration.conftest import MlflowServer
 from tuner.study import RunFolder, Tracker
 from tuner.tracking import ENGINE_DECIDES, FINISHED_STATES, MlflowTracker, Outbox
@@ -66,6 +66,16 @@ class MlflowCase(TrackerCase):
             cost=r.data.metrics.get("cost_per_m_output_tokens"),
             complete=r.info.status in FINISHED_STATES) for r in self.trial_runs(study_id)]
         return sorted(found, key=lambda t: t.number)
+
+    def starts(self, study_id: str) -> list[RecordedStart]:
+        experiment = self.client.get_run(study_id).info.experiment_id
+        runs = self.client.search_runs([experiment], "tags.`tuner.role` = 'start' and "
+                                       f"tags.`mlflow.parentRunId` = '{study_id}'")
+        found = [RecordedStart(
+            trial=int(r.data.tags["tuner.trial"]), start=int(r.data.tags["tuner.start"]),
+            pair=int(r.data.tags["tuner.pair"]), capacity=r.data.metrics.get("max_load"),
+            complete=r.info.status in FINISHED_STATES) for r in runs]
+        return sorted(found, key=lambda s: (s.trial, s.start))
 
     def trial_files(self, study_id: str, number: int) -> set[str]:
         runs = [r for r in self.trial_runs(study_id) if r.data.tags["tuner.trial"] == str(number)]

@@ -3,7 +3,8 @@
 Contract: ``start_study`` once per process: given the study's stored parent id it joins that
 record, else it finds the study's existing record (a resumed study) or makes one, and returns
 its id; ``log_trial`` once per finished trial (from any number of processes on one study);
-``finish_study`` once at the end, by the process that writes the study's summary;
+``finish_study`` once at the end, by the process that writes the study's summary, with the
+re-measurement's fresh starts (each its own record);
 ``catch_up`` once a study is joined, with this host's finished trials (it records those the
 store lacks: a run stopped between storing a trial and recording it). Nothing secret is ever
 passed in. A tracker must not raise for a trial it cannot record after the study started
@@ -13,10 +14,14 @@ where it keeps it is raised.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from tuner.study.outcome import TrialResult
+
+if TYPE_CHECKING:  # the re-measurement imports the study loop, which imports this seam
+    from tuner.study.repeats import MeasuredRun
 
 
 class Tracker(Protocol):
@@ -28,7 +33,8 @@ class Tracker(Protocol):
     def catch_up(self, results: list[TrialResult]) -> None: ...
 
     def finish_study(self, metrics: dict[str, float], artifacts: list[tuple[str, Path]],
-                     texts: dict[str, str], tags: dict[str, str] | None = None) -> None: ...
+                     texts: dict[str, str], tags: dict[str, str] | None = None,
+                     starts: Sequence[MeasuredRun] = ()) -> None: ...
 
 
 class NullTracker:
@@ -43,5 +49,6 @@ class NullTracker:
         pass
 
     def finish_study(self, metrics: dict[str, float], artifacts: list[tuple[str, Path]],
-                     texts: dict[str, str], tags: dict[str, str] | None = None) -> None:
+                     texts: dict[str, str], tags: dict[str, str] | None = None,
+                     starts: Sequence[MeasuredRun] = ()) -> None:
         pass

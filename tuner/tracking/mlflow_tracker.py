@@ -1,4 +1,5 @@
-"""Record a study in MLflow: one parent run per study, one nested run per trial.
+"""Record a study in MLflow: one parent run per study, one nested run per trial, and one per
+fresh start of its re-measurement (:mod:`tuner.tracking.start_runs`).
 
 The experiment opens in MLflow's UI as model training, with a saved view of its trials
 (:mod:`tuner.tracking.runs_view`); a trial's run is named by its number, outcome and cost.
@@ -22,6 +23,7 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +31,7 @@ from tuner.core import StudyError, without_password
 from tuner.metric_registry import METRICS, TTFT_P95
 from tuner.metrics import money
 from tuner.study import RunFolder, TrialResult
+from tuner.study.repeats import MeasuredRun
 from tuner.tracking.delivery import (
     bound_client_retries,
     deliver_end,
@@ -38,6 +41,7 @@ from tuner.tracking.delivery import (
 )
 from tuner.tracking.outbox import Outbox, StudyEnd
 from tuner.tracking.runs_view import experiment_tags, runs_page
+from tuner.tracking.start_runs import deliver_starts
 
 if TYPE_CHECKING:
     from mlflow.entities import Param
@@ -247,6 +251,7 @@ class MlflowTracker:
                 outbox.delivered_trial(r.number)
             end = outbox.end()
             if end is not None:
+                deliver_starts(self.client, self.experiment_id, self.parent_id, end.starts)
                 deliver_end(self.client, self.parent_id, end)
                 outbox.delivered_end()
         except Exception as exc:  # MLflow's, requests', sockets': none may stop the study
@@ -328,10 +333,12 @@ class MlflowTracker:
         return m | quality_metrics(r)
 
     def finish_study(self, metrics: dict[str, float], artifacts: list[tuple[str, Path]],
-                     texts: dict[str, str], tags: dict[str, str] | None = None) -> None:
+                     texts: dict[str, str], tags: dict[str, str] | None = None,
+                     starts: Sequence[MeasuredRun] = ()) -> None:
         if self.outbox is not None:
             self._keep_target()
             self.outbox.keep_end(StudyEnd(metrics=metrics, texts=texts, tags=tags or {},
+                                          starts=list(starts),
                                           artifacts=[
                 (folder, str(path.resolve())) for folder, path in artifacts]))
             if not self.deliver():
@@ -343,6 +350,7 @@ class MlflowTracker:
         from mlflow.exceptions import MlflowException
 
         try:
+            deliver_starts(self.client, self.experiment_id, self.parent_id, starts)
             now = int(time.time() * 1000)
             self.client.log_batch(self.parent_id, metrics=[Metric(k, float(v), now, 0)
                                                            for k, v in metrics.items()],

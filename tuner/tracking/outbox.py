@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from tuner.core import without_password
 from tuner.host import write_atomic
 from tuner.study import OutboxFiles, TrialResult
+from tuner.study.repeats import MeasuredRun
 
 
 class Target(BaseModel):
@@ -40,6 +41,8 @@ class StudyEnd(BaseModel):
     texts: dict[str, str] = Field(default_factory=dict, description="file name -> text")
     tags: dict[str, str] = Field(default_factory=dict, description="the run's tags (a "
                                  "comparison's verdict)")
+    starts: list[MeasuredRun] = Field(default_factory=list, description="the re-measurement's "
+                                      "fresh starts, each a child run")
 
 
 class Outbox:

@@ -138,6 +138,7 @@ def conclude(prep: PreparedStudy, state: StudyProgress, study: optuna.Study,
                       **({"verdict_kind": summary.verdict_kind} if summary.verdict_kind
                          else {})},
                 artifacts=[("", out), *(("plots", p) for p in plots.values())],
+                starts=rm.runs if rm else (),
                 texts={"best_config.yaml": best_config_yaml(spec.name, winner, best),
                        "launch_command.sh": "#!/bin/sh\n" + (summary.best_command or "# none")
                        + "\n"})

@@ -69,6 +69,26 @@ def test_trial_runs_are_named_by_number_outcome_and_cost() -> None:
     assert trial_run_name(start) == "start-003 pair 2 ok $0.1235/M"
 
 
+def test_the_remeasurement_s_starts_are_named_by_trial_start_pair_and_cost() -> None:
+    from tests.unit.fakes.summaries import fake_summary
+    from tuner.study.repeats import MeasuredRun
+    from tuner.tracking.start_runs import start_metrics, start_run_name
+
+    s = fake_summary(10.0, True)  # the best step at 10 req/s; the capacity 12
+    ok = MeasuredRun(engine="vllm", trial=3, defaults=False, repeat=1, load=12.0,
+                     usd_per_hour=3.6, summary=s, scale=1.2)
+    cost = 1e6 / 1000 / (s.output_token_throughput * 1.2)  # $3.6/h is $1e-3/s
+    assert start_run_name(ok) == f"trial-003 start 1 pair 1 ok ${cost:.4g}/M"
+    assert start_metrics(ok)["max_load"] == 12.0
+    bound = ok.model_copy(update={"bound": True})
+    assert "max_load" not in start_metrics(bound)
+    assert start_metrics(bound)["max_load_at_least"] == 12.0
+    crashed = MeasuredRun(engine="vllm", trial=0, defaults=True, repeat=2, load=0.0,
+                          usd_per_hour=3.6, failure="crashed_during_load: exit 139")
+    assert start_run_name(crashed) == "trial-000 start 2 pair 2 failed"
+    assert start_metrics(crashed) == {}
+
+
 @pytest.mark.slow
 def test_a_study_in_a_real_store_opens_as_model_training_with_its_checked_trials(
         tmp_path: Path) -> None:
