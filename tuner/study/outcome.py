@@ -114,3 +114,32 @@ def defaults_trial(results: list[TrialResult]) -> TrialResult | None:
 def cheapest(results: list[TrialResult]) -> TrialResult | None:
     """The cheapest trial that met the SLOs (it may be the defaults)."""
     return next(iter(ranked(results)), None)
+
+
+class MeasuredRun(BaseModel):
+    """One fresh start of one candidate: its capacity search's best step and estimate."""
+
+    engine: str
+    trial: int
+    defaults: bool
+    repeat: int
+    load: float = Field(description="the start's estimated capacity (0: no load met the SLOs)")
+    usd_per_hour: float
+    records_path: str | None = None
+    summary: RunSummary | None = Field(default=None, description="the best passing step")
+    failure: str | None = None
+    step: int | None = Field(default=None, description=(
+        "the best step's epoch in the records (None: every measured record counts)"))
+    scale: float = Field(default=1.0, description=(
+        "estimated capacity / the best step's load: its throughput scaled to the capacity"))
+    binding: str | None = None
+    output_tokens: list[int] | None = Field(default=None, description=(
+        "each counted request's output tokens in the best step: with window_s, what the "
+        "bootstrap needs, so a report rebuilds from this record without the records file"))
+    window_s: float | None = None
+    unresolved_step: float | None = Field(default=None, description=(
+        "(lowest failing - highest passing load) / highest passing, when the capacity was "
+        "not interpolated between them: it is only known to lie in that step (None: "
+        "interpolated, or no load failed)"))
+    bound: bool = Field(default=False, description="the capacity is a lower bound (no load "
+                        "failed): the start cannot be paired")

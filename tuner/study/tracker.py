@@ -16,12 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from tuner.study.outcome import TrialResult
-
-if TYPE_CHECKING:  # the re-measurement imports the study loop, which imports this seam
-    from tuner.study.repeats import MeasuredRun
+from tuner.study.outcome import MeasuredRun, TrialResult
 
 
 class Tracker(Protocol):

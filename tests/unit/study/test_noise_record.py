@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tuner.metrics import PooledSpread, pooled_spread
-from tuner.study.outcome import TrialResult
-from tuner.study.repeats.remeasure import MeasuredRun, verdicts_against_defaults
+from tuner.study.outcome import MeasuredRun, TrialResult
+from tuner.study.repeats.remeasure import verdicts_against_defaults
 from tuner.study.results import load_noise_record, noise_floor, save_noise_record
 from tuner.study.results.noise_record import noise_record_path
 

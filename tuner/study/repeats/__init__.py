@@ -1,5 +1,6 @@
 """The face of tuner.study.repeats: what other packages use of it; the rest is private."""
 
+from tuner.study.outcome import MeasuredRun
 from tuner.study.repeats.fresh_start import fresh_start, measure_repeats
 from tuner.study.repeats.paired import (
     PairedOutcome,
@@ -10,7 +11,6 @@ from tuner.study.repeats.paired import (
 )
 from tuner.study.repeats.remeasure import (
     Candidate,
-    MeasuredRun,
     Remeasured,
     RemeasureOutcome,
     measure_interleaved,

@@ -35,10 +35,9 @@ from pydantic import BaseModel
 from tuner.core import StrictModel, StudyError
 from tuner.metrics import PooledSpread, RunTokens
 from tuner.study.coordination import READY_ATTR, READY_WAIT_S, WORKER, claim, take_queued
-from tuner.study.outcome import Timing, TrialResult
+from tuner.study.outcome import MeasuredRun, Timing, TrialResult
 from tuner.study.record import StudyRecord
 from tuner.study.repeats.remeasure import (
-    MeasuredRun,
     RemeasureOutcome,
     outcome_of,
     pick_candidates,
