@@ -24,6 +24,8 @@ from tuner.metrics import RunSummary
 from tuner.workload import EngineWarmup
 
 WARMUP_EPOCH = 500  # prompts of their own: warm-up never warms a measured step's prefixes
+RAMP_DOUBLINGS = 6
+"""The ramp goes up to 64 times the first load, no further, whatever passes."""
 RAMP_EPOCHS = 100
 """The ramp's prompts: epochs WARMUP_EPOCH + RAMP_EPOCHS + i, apart from the rounds'."""
 
@@ -76,14 +78,19 @@ async def ramp(run_round: Callable[[float, int], Awaitable[RunSummary]], first: 
                cfg: EngineWarmup, integer: bool = False) -> list[WarmupRound]:
     """``run_round(load, i)`` at twice ``first``, then twice that, ...; a round that fails the
     SLOs is run again at its load while it is :func:`faster` than the one before (the engine
-    is still leaving its slow phase), and the ramp ends at a failing round that is not, or
-    after ``cfg.ramp_rounds`` (none when ``cfg.ramp_s`` is 0)."""
+    is still leaving its slow phase), and the ramp ends at a failing round that is not, at a
+    passing round at :data:`RAMP_DOUBLINGS` doublings, or after ``cfg.ramp_rounds`` (none when
+    ``cfg.ramp_s`` is 0)."""
     rounds: list[WarmupRound] = []
     load = first
     hold = False
+    doublings = 0
     for i in range(cfg.ramp_rounds if cfg.ramp_s > 0 else 0):
         if not hold:
+            if doublings == RAMP_DOUBLINGS:
+                break
             load = float(max(load + 1, round(2 * load))) if integer else 2 * load
+            doublings += 1
         s = await run_round(load, i)
         this = round_of(s)
         if s.slo.passed:

@@ -74,6 +74,9 @@ async def test_the_ramp_doubles_the_load_until_a_round_fails_the_slos_and_stops_
     await ramp(run_round, 1.0, EngineWarmup(ramp_rounds=3))
     assert seen == [2.0, 4.0, 8.0]
     seen.clear()
+    await ramp(run_round, 0.5, EngineWarmup())  # all passes: 64 times the first load at most
+    assert seen == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
+    seen.clear()
     assert await ramp(run_round, 8.0, EngineWarmup(ramp_s=0)) == []
     assert seen == []
     await ramp(run_round, 1.0, EngineWarmup(ramp_rounds=3), integer=True)  # concurrency
