@@ -3,6 +3,8 @@
 # results/<control>.txt with the machine it ran on. A control whose file ends with its exit
 # line is done and skipped, so the script resumes where a session stopped:
 #   bash experiments/verdicts/run_controls.sh [control ...]   (default: batch1 aa)
+# aa2, aa3: the A/A again; handicap, handicap2, ...: the A/A's config with 15% of its
+# engine's OpenMP core taken by handicap.py (the positive control near the resolution).
 # Each pair of fresh starts takes 4-6 minutes on the 2-core CI machine.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,6 +35,19 @@ for control in "${controls[@]}"; do
               --repeats 3 ;;
     aa) run aa --config experiments/verdicts/controls/aa.yaml --against defaults --repeats 4 ;;
     defaults) run defaults --repeats 5 ;;
-    *) echo "unknown control $control (batch1, aa, defaults)"; exit 2 ;;
+    handicap*)  # the A/A's config with 15% of its engine's core taken: found worse
+      PYTHONPATH=. .venv/bin/python experiments/verdicts/handicap.py \
+        --marker '--max-num-seqs 128' --duty 0.15 >/tmp/handicap.$$.log 2>&1 &
+      hp=$!
+      run "$control" --config experiments/verdicts/controls/aa.yaml --against defaults \
+        --repeats 4
+      kill -TERM $hp; wait $hp
+      f=experiments/verdicts/results/$control.txt
+      grep -q '^# handicap' "$f" || sed 's/^/# /' /tmp/handicap.$$.log >>"$f"
+      rm -f /tmp/handicap.$$.log ;;
+    aa[0-9]) run "$control" --config experiments/verdicts/controls/aa.yaml --against defaults \
+              --repeats 4 ;;
+    *) echo "unknown control $control (batch1, aa, aa2, handicap, handicap2, defaults)"
+       exit 2 ;;
   esac
 done
