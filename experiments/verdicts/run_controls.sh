@@ -15,7 +15,9 @@ OUT=${OUT:-tune-runs/controls}
 machine() {
   echo "# $(date -u +%FT%TZ) at $(git rev-parse --short HEAD)"
   echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores," \
-       "$(grep -m1 -o -w 'avx512f\|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ')avx2"
+       "$(grep -m1 -o -w 'avx512f\|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ')avx2;" \
+       "free page reporting order" \
+       "$(cat /sys/module/page_reporting/parameters/page_reporting_order 2>/dev/null || echo none)"
 }
 run() {  # name, then the arguments of tune measure
   local name=$1 file=experiments/verdicts/results/$1.txt
@@ -34,7 +36,7 @@ for control in "${controls[@]}"; do
     batch1) run batch1 --config experiments/verdicts/controls/batch1.yaml --against defaults \
               --repeats 3 ;;
     aa) run aa --config experiments/verdicts/controls/aa.yaml --against defaults --repeats 4 ;;
-    defaults) run defaults --repeats 5 ;;
+    defaults*) run "$control" --repeats 5 ;;
     handicap*)  # the A/A's config with 15% of its engine's core taken: found worse
       PYTHONPATH=. .venv/bin/python experiments/verdicts/handicap.py \
         --marker '--max-num-seqs 128' --duty 0.15 >/tmp/handicap.$$.log 2>&1 &

@@ -16,7 +16,7 @@ from pathlib import Path
 from tuner import __version__
 from tuner.core import ConfigError, Settings, without_password
 from tuner.engines import EngineSpec, ModelInfo, load_engine_spec, load_model_info
-from tuner.host import Hardware, busy_now, detect
+from tuner.host import Hardware, busy_now, detect, reporting_warning
 from tuner.launch import DockerLauncher, GpuPool, Launcher, ProcessLauncher
 from tuner.loadgen import Progress
 from tuner.study import (
@@ -129,6 +129,9 @@ def host_for(cfg: StudyConfig, settings: Settings) -> Hardware:
     if cfg.parallel > 1 and not hw.gpus:
         raise ConfigError("--parallel needs GPUs: on a CPU host, trials at once would share cores "
                           "and measure each other; use --parallel 1")
+    slow_memory = reporting_warning(hw.page_reporting_order) if hw.device == "cpu" else None
+    if slow_memory:
+        log.warning(slow_memory)
     return hw
 
 

@@ -18,6 +18,7 @@ import psutil
 from pydantic import BaseModel
 
 from tuner.host.gpu_inventory import Gpu, gpu_devices, read_gpus, usable
+from tuner.host.page_reporting import reporting_order
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,9 @@ class Hardware(BaseModel):
     """The load generator runs at a real-time priority on its cores (see CLIENT_RT_PRIORITY)."""
     cpu_flags: list[str] = []
     """The instruction sets engines decide by (of CPU_FLAGS) that this host's CPU has."""
+    page_reporting_order: int | None = None
+    """This VM reports free blocks of 2^order pages to its hypervisor, which takes them back
+    (see host.page_reporting); None: it does not."""
 
     @property
     def gpu_count(self) -> int:
@@ -197,4 +201,5 @@ def detect(force_device: Literal["cpu", "gpu"] | None = None, *,
         client_cpus=client,
         client_realtime=bool(client) and realtime_allowed(),
         cpu_flags=_cpu_flags(),
+        page_reporting_order=reporting_order(),
     )
