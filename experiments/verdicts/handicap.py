@@ -5,7 +5,7 @@ asleep for the rest). The other side's starts, whose command line lacks the mark
 untouched, so `tune measure --config X --against defaults`, X marked, must find X worse.
 
     PYTHONPATH=. .venv/bin/python experiments/verdicts/handicap.py \
-        --marker '--max-num-seqs 128' --duty 0.15 &
+        --marker='--max-num-seqs 128' --duty 0.15 &
 
 The core is the engine's VLLM_CPU_OMP_THREADS_BIND (read from the process's environment),
 else ``--core``. On SIGTERM or SIGINT it prints how long it was busy beside a marked engine.

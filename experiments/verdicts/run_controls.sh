@@ -39,7 +39,7 @@ for control in "${controls[@]}"; do
     defaults*) run "$control" --repeats 5 ;;
     handicap*)  # the A/A's config with 15% of its engine's core taken: found worse
       PYTHONPATH=. .venv/bin/python experiments/verdicts/handicap.py \
-        --marker '--max-num-seqs 128' --duty 0.15 >/tmp/handicap.$$.log 2>&1 &
+        --marker='--max-num-seqs 128' --duty 0.15 >/tmp/handicap.$$.log 2>&1 &
       hp=$!
       run "$control" --config experiments/verdicts/controls/aa.yaml --against defaults \
         --repeats 4
