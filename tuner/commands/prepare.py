@@ -77,7 +77,12 @@ class Prepared:
         return {**others, **busy_now()}
 
     def context(self, progress: Progress) -> TrialContext:
+        """What the trials share, made as the run begins (every check of the input done): a
+        CPU host that hands freed memory back to its hypervisor is named here, once a study."""
         hw, settings, cfg = self.hardware, self.settings, self.cfg
+        slow_memory = reporting_warning(hw.page_reporting_order) if hw.device == "cpu" else None
+        if slow_memory:
+            progress.note(f"note: {slow_memory}")
         pool = GpuPool([g.uuid for g in hw.gpus], busy=self.busy_gpus) if hw.gpus else None
         secret = {"HF_TOKEN": settings.hf_token} if settings.hf_token else {}
         measurer = self.measurer or HttpMeasurer(
@@ -129,9 +134,6 @@ def host_for(cfg: StudyConfig, settings: Settings) -> Hardware:
     if cfg.parallel > 1 and not hw.gpus:
         raise ConfigError("--parallel needs GPUs: on a CPU host, trials at once would share cores "
                           "and measure each other; use --parallel 1")
-    slow_memory = reporting_warning(hw.page_reporting_order) if hw.device == "cpu" else None
-    if slow_memory:
-        log.warning(slow_memory)
     return hw
 
 
