@@ -88,11 +88,11 @@ def main() -> None:
         if current is None:
             time.sleep(0.5)
             continue
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), time.process_time()
         until = t0 + args.duty * period
         while time.monotonic() < until:
             pass
-        busy_s += time.monotonic() - t0
+        busy_s += time.process_time() - cpu0  # the CPU it got, not the time it wanted it
         time.sleep(max(0.0, period - (time.monotonic() - t0)))
         beside_s += time.monotonic() - t0
 
