@@ -93,14 +93,12 @@ async def ramp(run_round: Callable[[float, int], Awaitable[RunSummary]], first: 
             doublings += 1
         s = await run_round(load, i)
         this = round_of(s)
-        if s.slo.passed:
-            hold = False
-        elif hold and not faster(this, rounds[-1], cfg.tolerance):
-            rounds.append(this)
-            break
-        else:
-            hold = True
+        settled_failing = hold and not s.slo.passed and not faster(this, rounds[-1],
+                                                                   cfg.tolerance)
         rounds.append(this)
+        if settled_failing:
+            break
+        hold = not s.slo.passed
     return rounds
 
 

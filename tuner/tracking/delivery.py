@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import httpx
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # MLflow is imported where it is used: 1-2 s, which tune's ot
     from mlflow.entities import Run
     from mlflow.tracking import MlflowClient
 
+K = TypeVar("K")
 FINISHED_STATES = ("FINISHED", "FAILED", "KILLED")
 HEALTH_TIMEOUT_S = 3.0
 CLIENT_RETRIES = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
@@ -53,34 +54,49 @@ def reachable(uri: str, timeout_s: float = HEALTH_TIMEOUT_S) -> bool:
         return False
 
 
-def logged_trials(client: MlflowClient, experiment_id: str, parent_id: str
-                  ) -> dict[int, list[Run]]:
-    """The trial runs under the study's parent, by trial number."""
-    found: dict[int, list[Run]] = {}
+def logged_runs(client: MlflowClient, experiment_id: str, parent_id: str, role: str,
+                key: Callable[[dict[str, str]], K | None]) -> dict[K, list[Run]]:
+    """The runs of ``role`` (``tuner.role``) under the study's parent, by ``key`` of their
+    tags (a run whose key is None is left out)."""
+    found: dict[K, list[Run]] = {}
     token: str | None = None
-    query = f"tags.`tuner.role` = 'trial' and tags.`mlflow.parentRunId` = '{parent_id}'"
+    query = f"tags.`tuner.role` = '{role}' and tags.`mlflow.parentRunId` = '{parent_id}'"
     while True:
         page = client.search_runs([experiment_id], filter_string=query, max_results=1000,
                                   page_token=token)
         for run in page:
-            number = run.data.tags.get("tuner.trial", "")
-            if number.isdigit():
-                found.setdefault(int(number), []).append(run)
+            k = key(run.data.tags)
+            if k is not None:
+                found.setdefault(k, []).append(run)
         token = page.token
         if not token:
             return found
 
 
-def deliver_trial(client: MlflowClient, result: TrialResult, logged: list[Run],
-                  record: Callable[[TrialResult], None]) -> bool:
-    """Log ``result`` with ``record`` unless a finished run of it is there; an unfinished one
-    (an attempt that broke off) is deleted first. True when it was logged now."""
+def logged_trials(client: MlflowClient, experiment_id: str, parent_id: str
+                  ) -> dict[int, list[Run]]:
+    """The trial runs under the study's parent, by trial number."""
+    def number(tags: dict[str, str]) -> int | None:
+        text = tags.get("tuner.trial", "")
+        return int(text) if text.isdigit() else None
+    return logged_runs(client, experiment_id, parent_id, "trial", number)
+
+
+def deliver_once(client: MlflowClient, logged: list[Run], record: Callable[[], None]) -> bool:
+    """Call ``record`` unless a finished run of what it logs is in ``logged``; unfinished ones
+    (attempts that broke off) are deleted first. True when it was logged now."""
     if any(run.info.status in FINISHED_STATES for run in logged):
         return False
     for run in logged:
         client.delete_run(run.info.run_id)
-    record(result)
+    record()
     return True
+
+
+def deliver_trial(client: MlflowClient, result: TrialResult, logged: list[Run],
+                  record: Callable[[TrialResult], None]) -> bool:
+    """Log ``result`` with ``record`` once (:func:`deliver_once`)."""
+    return deliver_once(client, logged, lambda: record(result))
 
 
 def deliver_end(client: MlflowClient, parent_id: str, end: StudyEnd) -> None:

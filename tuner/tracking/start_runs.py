@@ -12,13 +12,14 @@ unfinished by a broken-off delivery is deleted first.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuner.metric_registry import METRICS
 from tuner.metrics import cost_per_million, money
 from tuner.study.repeats import MeasuredRun
-from tuner.tracking.delivery import FINISHED_STATES
+from tuner.tracking.delivery import deliver_once, logged_runs
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
@@ -84,29 +85,23 @@ def record_start(client: MlflowClient, experiment_id: str, parent_id: str,
 
 def deliver_starts(client: MlflowClient, experiment_id: str, parent_id: str,
                    starts: Sequence[MeasuredRun]) -> int:
-    """Log the starts MLflow does not have finished under ``parent_id``; how many were
-    logged now."""
+    """Log the starts MLflow does not have finished under ``parent_id``, each once
+    (:func:`~tuner.tracking.delivery.deliver_once`); how many were logged now."""
     if not starts:
         return 0
-    query = f"tags.`tuner.role` = 'start' and tags.`mlflow.parentRunId` = '{parent_id}'"
-    logged = client.search_runs([experiment_id], filter_string=query, max_results=5000)
-    by_key: dict[tuple[str, str, str], list[str]] = {}
+
+    def key(tags: dict[str, str]) -> tuple[str, str, str]:
+        return tags.get("tuner.engine", ""), tags.get("tuner.trial", ""), tags.get(
+            "tuner.start", "")
+
+    logged = logged_runs(client, experiment_id, parent_id, "start", key)
     done: set[tuple[str, str, str]] = set()
-    for r in logged:
-        t = r.data.tags
-        key = (t.get("tuner.engine", ""), t.get("tuner.trial", ""), t.get("tuner.start", ""))
-        if r.info.status in FINISHED_STATES:
-            done.add(key)
-        else:
-            by_key.setdefault(key, []).append(r.info.run_id)
     count = 0
     for run in starts:
-        key = start_key(run)
-        if key in done:
+        k = start_key(run)
+        if k in done:  # a start given twice is logged once
             continue
-        for rid in by_key.get(key, []):
-            client.delete_run(rid)
-        record_start(client, experiment_id, parent_id, run)
-        done.add(key)
-        count += 1
+        done.add(k)
+        count += deliver_once(client, logged.get(k, []), partial(
+            record_start, client, experiment_id, parent_id, run))
     return count
