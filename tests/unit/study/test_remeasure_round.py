@@ -181,8 +181,10 @@ def test_an_interrupted_unit_is_queued_again_and_another_worker_runs_it(
 @pytest.mark.slow
 def test_a_dead_workers_unit_is_failed_by_its_heartbeat_and_retried(
         make_ctx: MakeContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Stale after more than 1 s of silence (SQLite's clock counts whole seconds).
-    monkeypatch.setattr(shared_study, "GRACE_BEATS", 1)
+    # Stale after more than 2 s of silence by SQLite's clock, which counts whole seconds: a
+    # beat 1.01 s old can read as 2 s, so the survivor beats every 0.2 s (with 1 s beats and
+    # a 1 s grace, its own live unit was once failed and run twice).
+    monkeypatch.setattr(shared_study, "GRACE_BEATS", 2)
     url = f"sqlite:///{tmp_path / 'r.db'}"
     ctx = make_ctx(FakeLauncher(), Varied())
     round_ = round_in(url, ctx, searched(ctx))
@@ -191,7 +193,7 @@ def test_a_dead_workers_unit_is_failed_by_its_heartbeat_and_retried(
     dead, unit = taken
     Heartbeat(round_, dead, 3600).stop()
     survivor = FakeLauncher()
-    take_units(make_ctx(survivor, Varied()), round_, 1.0, 0.1)  # waits for it, then runs it
+    take_units(make_ctx(survivor, Varied()), round_, 0.2, 0.1)  # waits for it, then runs it
     states = {t.number: t for t in round_.get_trials()}
     assert states[dead.number].state == TrialState.FAIL
     retried = [t for t in states.values() if t.system_attrs.get("failed_trial") == dead.number]

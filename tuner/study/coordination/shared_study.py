@@ -22,7 +22,6 @@ import warnings
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import optuna
@@ -38,6 +37,7 @@ from sqlalchemy.exc import ArgumentError
 
 from tuner.core import ConfigError, StudyError
 from tuner.study.coordination.optuna_internals import BaseHeartbeat, CachedStorage
+from tuner.study.coordination.sqlite_file import claims_lock, sqlite_file
 from tuner.study.coordination.storage_outage import GRACE_BEATS, RetryingStorage
 from tuner.study.record import RECORD_ATTR, StudyRecord, parse_record
 from tuner.study.samplers import make_sampler
@@ -83,7 +83,8 @@ def storage_for(url: str, heartbeat_s: int | None) -> BaseStorage:
                 rdb = RDBStorage(driver_url(url), engine_kwargs={"pool_pre_ping": True},
                                  **kwargs)
                 return RetryingStorage(CachedStorage(rdb), shown(url),
-                                       retry=not url.startswith("sqlite"))
+                                       retry=not url.startswith("sqlite"),
+                                       claims=claims_lock(url))
         except Exception as exc:  # SQLAlchemy and driver errors have no common base we name
             if attempt == 2:
                 raise StudyError(f"cannot open study storage {shown(url)}: {exc}") from exc
@@ -278,22 +279,11 @@ def give_back(study: optuna.Study, trial: optuna.Trial) -> None:
             system_attrs=frozen.system_attrs))
 
 
-def _sqlite_file(url: str) -> Path | None:
-    """The file of a SQLite URL (None: another database, or SQLite in memory)."""
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        return None
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-        return None
-    return Path(parsed.database)
-
-
 def read_record(name: str, url: str) -> tuple[optuna.Study, StudyRecord]:
     """Study ``name`` in the storage at ``url`` and its record, for a process that only joins
     (``tune worker``, ``tune status``); a ConfigError when there is no such study or tune did
     not make it."""
-    database = _sqlite_file(url)
+    database = sqlite_file(url)
     if database is not None and not database.is_file():
         raise ConfigError(f"--storage {url}: no such file {database}; give the study's "
                           "database (tune-runs/<study>/study.db) or its PostgreSQL URL")

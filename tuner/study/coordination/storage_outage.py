@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Container, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 from optuna.distributions import BaseDistribution
@@ -43,6 +44,7 @@ from sqlalchemy import exc as sa
 from tuner.core import StudyError
 from tuner.study.coordination.optuna_internals import BaseHeartbeat, FrozenStudy
 from tuner.study.coordination.silent_trials import never_beat
+from tuner.study.coordination.sqlite_file import one_claim_at_a_time
 
 log = logging.getLogger(__name__)
 
@@ -80,14 +82,18 @@ def first_line(exc: BaseException) -> str:
 
 class RetryingStorage(BaseStorage, BaseHeartbeat):
     """``backend`` (Optuna's RDB storage behind its cache), every call of which waits out an
-    outage of the database (``retry``; off for SQLite)."""
+    outage of the database (``retry``; off for SQLite). With ``claims`` (a SQLite file's lock,
+    :mod:`tuner.study.coordination.sqlite_file`), claims of queued trials are made one at a
+    time."""
 
     def __init__(self, backend: BaseStorage, label: str, *, retry: bool = True,
-                 outage_s: float = OUTAGE_S, clock: Callable[[], float] = time.monotonic,
+                 claims: Path | None = None, outage_s: float = OUTAGE_S,
+                 clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.backend = backend
         self.label = label
         self.retry = retry
+        self.claims = claims
         self.outage_s = outage_s
         self._clock, self._sleep = clock, sleep
         self._lock = threading.Lock()
@@ -235,7 +241,8 @@ class RetryingStorage(BaseStorage, BaseHeartbeat):
                 if attempts > 1 and self.backend.get_trial(trial_id).state == state:
                     return True
                 raise
-        return self._call(once)
+        with one_claim_at_a_time(self.claims if state == TrialState.RUNNING else None):
+            return self._call(once)
 
     def set_trial_intermediate_value(self, trial_id: int, step: int,
                                      intermediate_value: float) -> None:
