@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from tuner.host import realtime_allowed, running_on
 from tuner.launch import EngineHandle
 from tuner.measurement import open_bench
 from tuner.workload import Workload
@@ -262,6 +264,43 @@ cost: {{usd_per_hour: 0.5}}
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1
     assert "does not serve model 'llama-9000'; it serves tiny-llama" in lines[0]
+
+
+BUSY = """
+import os, time
+os.sched_setaffinity(0, {{{core}}})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(2))
+while True:
+    t = time.perf_counter()
+    while time.perf_counter() - t < 0.012:
+        pass
+    time.sleep(0.008)
+"""
+
+
+def test_a_client_starved_of_its_core_is_flagged_and_a_healthy_one_is_not(
+        tiny_model: Path, vllm: EngineHandle) -> None:
+    """The load generator on a core of its own at a real-time priority, as `tune` runs it on
+    a CPU host: at 30 req/s it is not flagged. A process of a higher real-time priority that
+    takes 60% of that core in 12-ms bursts makes its event loop late, and the run says the
+    load generator was saturated (issue 35, item 8)."""
+    if not realtime_allowed():
+        pytest.skip("a real-time priority needs root or CAP_SYS_NICE")
+    core = max(os.sched_getaffinity(0))
+    w = workload(tiny_model, classes=SMALL, arrival={"process": "constant", "rate": 30},
+                 stop={"duration_s": 4}, seed=31)
+    with running_on([core], realtime=True):
+        _, healthy = run(w, vllm, epoch=31)
+        busy = subprocess.Popen([sys.executable, "-c", BUSY.format(core=core)])
+        try:
+            time.sleep(0.3)
+            _, starved = run(w, vllm, epoch=32)
+        finally:
+            busy.kill()
+            busy.wait()
+    assert healthy.client_saturated is None, healthy.client_saturated
+    assert starved.client_saturated is not None
+    assert "event loop" in starved.client_saturated
 
 
 def test_errors_are_recorded_when_the_server_stops_mid_run(tiny_model: Path,
