@@ -3,8 +3,8 @@
 # results/<control>.txt with the machine it ran on. A control whose file ends with its exit
 # line is done and skipped, so the script resumes where a session stopped:
 #   bash experiments/verdicts/run_controls.sh [control ...]   (default: batch1 aa)
-# aa2, aa3: the A/A again; handicap, handicap2, ...: the A/A's config with 15% of its
-# engine's OpenMP core taken by handicap.py (the positive control near the resolution).
+# aa2, aa3: the A/A again; handicap, handicap2, ...: the A/A's config with its engine paused
+# 15% of the time by handicap.py (the positive control near the resolution).
 # Each pair of fresh starts takes 4-6 minutes on the 2-core CI machine.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,7 +37,7 @@ for control in "${controls[@]}"; do
               --repeats 3 ;;
     aa) run aa --config experiments/verdicts/controls/aa.yaml --against defaults --repeats 4 ;;
     defaults*) run "$control" --repeats 5 ;;
-    handicap*)  # the A/A's config with 15% of its engine's core taken: found worse
+    handicap*)  # the A/A's config with its engine paused 15% of the time: found worse
       PYTHONPATH=. .venv/bin/python experiments/verdicts/handicap.py \
         --marker='--max-num-seqs 128' --duty 0.15 >/tmp/handicap.$$.log 2>&1 &
       hp=$!
