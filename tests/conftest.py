@@ -9,7 +9,13 @@ import pytest
 from tokenizers import Tokenizer
 
 from tuner.core import Settings
-from tuner.models import SERVED_NAME, make_gguf_variants, make_tiny_model, tiny
+from tuner.models import (
+    SERVED_NAME,
+    make_gguf_variants,
+    make_model,
+    synthetic_corpus,
+    train_tokenizer,
+)
 from tuner.workload import PromptSynth
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,7 +40,8 @@ def tiny_tokenizer(tuner_cache: Path) -> Path:
     the model's, byte for byte (``tiny_model`` checks it)."""
     folder = tuner_cache / "tokenizer-only" / SERVED_NAME
     folder.mkdir(parents=True, exist_ok=True)
-    tiny.train_tokenizer(0, 4096).save(str(folder / "tokenizer.json"))  # make_tiny_model's
+    tok, _ = train_tokenizer(synthetic_corpus(0), 4096)  # as make_model trains the tiny one's
+    tok.save(str(folder / "tokenizer.json"))
     return folder
 
 
@@ -44,7 +51,7 @@ def tiny_model(tuner_cache: Path, tiny_tokenizer: Path) -> Path:
     so the tuner also finds it by name (a few seconds, once per session)."""
     models = Settings().models_dir
     assert models == tuner_cache / "models"
-    made = make_tiny_model(models / SERVED_NAME)
+    made = make_model(models / SERVED_NAME)
     assert (made / "tokenizer.json").read_bytes() == \
         (tiny_tokenizer / "tokenizer.json").read_bytes(), "tiny_tokenizer is not the model's"
     return made

@@ -360,7 +360,8 @@ def measure(
     model: Annotated[str, typer.Option(help="model folder the engine serves")],
     repeats: Annotated[int, typer.Option(help="fresh engine starts")] = 3,
     config: Annotated[str, typer.Option(
-        help="'defaults', a YAML file of knob values, or a study's best_config.yaml")
+        help="'defaults', a YAML file of knob values, a study's best_config.yaml, a file tune "
+        "export wrote, or a file holding the engine's command line as you run it")
     ] = "defaults",
     study_dir: Annotated[Path | None, typer.Option(
         help="a study's folder, to measure one of its trials (with --trial)")] = None,
@@ -376,9 +377,8 @@ def measure(
     tracking_uri: Annotated[str | None, typer.Option(
         help="MLflow tracking URI; default: SQLite in the output folder")] = None,
     against: Annotated[str | None, typer.Option(
-        help="measure --config side by side against this ('defaults', a YAML file of knob "
-        "values, or a study's best_config.yaml): --repeats pairs of interleaved fresh starts "
-        "and the verdict of the pairs")] = None,
+        help="measure --config side by side against this (named as --config is): --repeats "
+        "pairs of interleaved fresh starts and the verdict of the pairs")] = None,
     resolution: Annotated[str, typer.Option(
         help="with --against: the smallest difference the verdict decides (relative, "
         "between 0 and 0.5)")] = "0.05",
@@ -390,8 +390,10 @@ def measure(
 
     def go() -> None:
         nonlocal verdict_code
-        from tuner.commands.measure import config_to_measure, exit_code, measure_command
+        from tuner.commands.measure import exit_code, measure_command
+        from tuner.commands.named_config import named_config, trial_config
         from tuner.core import ConfigError, parse_resolution, validate
+        from tuner.engines import load_engine_spec
         from tuner.study import StudyConfig
         from tuner.study.repeats import Side
 
@@ -399,24 +401,23 @@ def measure(
             raise ConfigError(f"--repeats {repeats}: give at least 1 (fresh starts, or pairs "
                               "of them with --against)")
         share = parse_resolution(resolution)
-        knobs, defaults = config_to_measure(config, study_dir, trial)
+        spec = load_engine_spec(engine)
+        chosen = (trial_config(study_dir, trial) if trial is not None
+                  else named_config(config, spec))
         other = None
         if against is not None:
-            other_knobs, other_defaults = config_to_measure(against, None, None)
-            other = Side(name="defaults" if other_defaults else Path(against).stem,
-                         config=other_knobs, defaults=other_defaults)
+            theirs = named_config(against, spec, flag="--against")
+            other = Side(name=theirs.name, config=theirs.knobs, defaults=theirs.defaults)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         cfg = validate(StudyConfig, dict(
             engine=engine, workload=workload, model=model, trials=repeats, launcher=launcher,
             image=image, out_dir=out, study_name=f"measure-{engine}-{workload.stem}-{stamp}",
             tracking_uri=tracking_uri or settings.tracking_uri, device=device,
             startup_timeout_s=startup_timeout, served_name=served_name), "options")
-        name = (f"trial {trial}" if trial is not None else
-                "defaults" if config == "defaults" else Path(config).stem)
-        report = measure_command(cfg, settings, config=knobs, defaults=defaults,
+        report = measure_command(cfg, settings, config=chosen.knobs, defaults=chosen.defaults,
                                  repeats=repeats, console=out_console, progress_console=err,
                                  engine_factory=engine_factory_of(ctx), against=other,
-                                 resolution=share, name=name)
+                                 resolution=share, name=chosen.name)
         if other is not None:
             verdict_code = exit_code(report)
 
@@ -521,24 +522,27 @@ def workload_fit(
 @app.command("make-model", help=cli_help.MAKE_MODEL)
 def make_model(
     out_dir: Annotated[Path | None, typer.Argument(
-        help="folder to write the model into; default: $TUNER_CACHE_DIR/models/tiny-llama")
+        help="folder to write the model into; default: $TUNER_CACHE_DIR/models/<shape>")
     ] = None,
+    shape: Annotated[str, typer.Option(
+        help="the model's shape: tiny-llama, smollm2-135m, smollm2-360m, qwen2.5-0.5b (or "
+             "the part after the dash: 360m)")
+    ] = "tiny-llama",
     seed: Annotated[int, typer.Option(help="seed for the tokenizer corpus and weights")] = 0,
     gguf: Annotated[bool, typer.Option(
         "--gguf", help="also write GGUF files for llama.cpp (F16, Q8_0, Q4_0)")] = False,
     debug: Debug = False,
 ) -> None:
-    """Make the project's tiny random Llama (BPE tokenizer trained locally)."""
-    from tuner.models import SERVED_NAME, make_tiny_model
+    """Make a random-weight model of a shape (BPE tokenizer trained locally)."""
+    from tuner import models
 
     settings = start(debug)
-    target = out_dir or settings.models_dir / SERVED_NAME
-    path = run_cli(lambda: make_tiny_model(target, seed=seed), debug)
-    out_console.print(f"tiny model in {path}")
+    chosen = run_cli(lambda: models.shape_named(shape), debug)
+    target = out_dir or settings.models_dir / chosen.name
+    path = run_cli(lambda: models.make_model(target, chosen.name, seed=seed), debug)
+    out_console.print(f"{chosen.name} model in {path}")
     if gguf:
-        from tuner.models import make_gguf_variants
-
-        for variant, file in run_cli(lambda: make_gguf_variants(path), debug).items():
+        for variant, file in run_cli(lambda: models.make_gguf_variants(path), debug).items():
             out_console.print(f"GGUF {variant}: {file}")
 
 

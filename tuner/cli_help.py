@@ -125,11 +125,19 @@ Example:
 Inputs: a request log (OpenAI-style JSONL, a Mooncake trace, or CSV timestamp,input_tokens,
 output_tokens). Outputs: the workload YAML, its fit report (w.fit.md) and plot (w.fit.png)."""
 
-MAKE_MODEL = """Make the project's tiny random Llama (BPE tokenizer trained locally).
+MAKE_MODEL = """Make a random-weight model: the project's tiny Llama, or a published shape.
 
 \b
-Example:
+Examples:
   tune make-model --gguf
+  tune make-model --shape smollm2-360m
 
-Inputs: none (a seed). Outputs: a Hugging Face model folder (config, weights, tokenizer),
-by default $TUNER_CACHE_DIR/models/tiny-llama, and with --gguf its GGUF variants."""
+Shapes (tuner/models/shapes/*.yaml, each with the source of its numbers): tiny-llama,
+smollm2-135m, smollm2-360m, qwen2.5-0.5b. The tokenizer is trained here to the shape's exact
+vocabulary size (reserved tokens fill it where the training text runs short; the folder's
+tuner-recipe.json says how many). On random weights, token agreement measures numerical
+drift, not answer quality.
+
+Inputs: a shape and a seed. Outputs: a Hugging Face model folder (config, weights,
+tokenizer), by default $TUNER_CACHE_DIR/models/<shape>, and with --gguf its GGUF variants
+(Llama shapes)."""

@@ -39,7 +39,7 @@ from tuner.core import Settings
 from tuner.launch import free_port
 from tuner.loadgen import Runner, StreamClient, run_loop
 from tuner.measurement import open_bench
-from tuner.models import SERVED_NAME, make_tiny_model
+from tuner.models import SERVED_NAME, make_model
 from tuner.workload import Workload
 
 BASE = "5778967"  # main before issue 11
@@ -211,7 +211,7 @@ def parsers() -> None:
 
 
 def main() -> None:
-    model = make_tiny_model(Settings().cache_dir / "models" / SERVED_NAME)
+    model = make_model(Settings().cache_dir / "models" / SERVED_NAME)
     print(f"machine: {machine()}")
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                           capture_output=True).stdout.strip()

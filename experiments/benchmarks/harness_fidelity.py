@@ -45,7 +45,7 @@ from tuner.host import realtime_allowed, running_on
 from tuner.launch import LaunchRequest, ProcessLauncher, free_port, wait_ready
 from tuner.loadgen import run_loop
 from tuner.measurement import open_bench
-from tuner.models import SERVED_NAME, make_tiny_model
+from tuner.models import SERVED_NAME, make_model
 from tuner.workload import Workload
 
 INPUT, OUTPUT, RATE, PROMPTS = 256, 64, 4.0, 300
@@ -286,7 +286,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--floor-only", action="store_true", help="only the TTFT floor")
     args = parser.parse_args()
-    model = make_tiny_model(Settings().cache_dir / "models" / SERVED_NAME)
+    model = make_model(Settings().cache_dir / "models" / SERVED_NAME)
     flags = Path("/proc/cpuinfo").read_text()
     name = next((ln.split(":", 1)[1].strip() for ln in flags.splitlines()
                  if ln.startswith("model name")), "?")

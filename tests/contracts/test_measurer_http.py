@@ -22,7 +22,7 @@ from tests.contracts.measurer import Engine, MeasurerCase, MeasurerContract
 from tests.integration.fake_engine import StandinLauncher
 from tuner.engines import EngineSpec, load_engine_spec
 from tuner.launch import EngineHandle, LaunchRequest, ProcessHandle
-from tuner.models import train_tokenizer
+from tuner.models import synthetic_corpus, train_tokenizer
 from tuner.study import HttpMeasurer, Measurer
 from tuner.workload import Workload, load_workload
 
@@ -40,7 +40,7 @@ bench's probe one or two)."""
 def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A model folder with only a tokenizer (the stand-in has no weights), trained here."""
     folder = tmp_path_factory.mktemp("standin-model")
-    train_tokenizer(0, 4096).save(str(folder / "tokenizer.json"))
+    train_tokenizer(synthetic_corpus(0), 4096)[0].save(str(folder / "tokenizer.json"))
     return folder
 
 

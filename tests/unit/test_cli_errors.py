@@ -198,3 +198,10 @@ def test_a_bad_resolution_or_repeat_count_of_measure_is_one_line(tmp_path: Path)
     for (_, needle), result in zip(cases, done[:-1], strict=True):
         one_line_error(result, 2, needle)
     one_line_error(done[-1], 2, "--resolution 0.7: give a relative difference between 0 and 0.5")
+
+
+def test_an_unknown_model_shape_is_one_line_naming_the_shapes(tmp_path: Path) -> None:
+    (done,) = tune_all(["make-model", str(tmp_path / "m"), "--shape", "llama-9000"])
+    one_line_error(done, 2, "--shape llama-9000: no such shape; give one of qwen2.5-0.5b, "
+                   "smollm2-135m, smollm2-360m, tiny-llama")
+    assert not (tmp_path / "m").exists()

@@ -5,9 +5,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tuner.commands.measure import config_to_measure
+from tuner.commands.named_config import named_config
 from tuner.commands.tune import parse_enqueue
 from tuner.engines import parse_engine_spec
+from tuner.models import shape_named
 from tuner.study import load_search_space
 from tuner.workload import implausible, load_workload
 
@@ -31,6 +32,8 @@ def kind(path: Path) -> str:
         return "grid"
     if "controls" in rel:  # experiments/verdicts/controls: tune measure --config files
         return "config"
+    if rel[:3] == ("tuner", "models", "shapes"):
+        return "shape"
     return "other"
 
 
@@ -57,9 +60,11 @@ def test_yaml_file_is_valid(path: Path) -> None:
         assert set(grid["knobs"]) <= set(spec.knobs), grid["knobs"]
         assert all(isinstance(v, list) and v for v in grid["knobs"].values()), grid["knobs"]
     elif k == "config":
-        knobs, defaults = config_to_measure(str(path), None, None)
-        assert not defaults
-        assert set(knobs) <= set(parse_engine_spec(REPO / "engines" / "vllm.yaml").knobs), knobs
+        named = named_config(str(path), parse_engine_spec(REPO / "engines" / "vllm.yaml"))
+        assert not named.defaults
+        assert named.knobs
+    elif k == "shape":
+        assert shape_named(path.stem).name == path.stem
     else:
         pytest.fail(f"{path}: no validator knows this YAML file; add one here")
 

@@ -11,19 +11,19 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 from rich.console import Console
 
+from tuner.commands.named_config import check_config
 from tuner.commands.prepare import EngineFactory, prepare, real_engines
-from tuner.core import EXIT_NO_GAIN, EXIT_UNRESOLVED, ConfigError, Settings, load_yaml
+from tuner.core import EXIT_NO_GAIN, EXIT_UNRESOLVED, Settings
 from tuner.host import running_on
 from tuner.launch import guarded
 from tuner.metrics import PooledSpread, RatioVerdict, Spread, pooled_spread, spread
 from tuner.report import measure_table, spread_lines
-from tuner.study import RunFolder, StudyConfig, TrialResult
+from tuner.study import StudyConfig, TrialResult
 from tuner.study.repeats import (
     PairedOutcome,
     Side,
@@ -64,29 +64,6 @@ class MeasureReport(BaseModel):
     wall_s: float
 
 
-def config_to_measure(config: str, study_dir: Path | None, trial: int | None
-                      ) -> tuple[dict[str, Any], bool]:
-    """The knobs to measure and whether they are the engine's defaults."""
-    if trial is not None:
-        if study_dir is None:
-            raise ConfigError("--trial needs --study-dir, the folder of the study it is from")
-        path = RunFolder(study_dir).trial(trial)
-        if not path.is_file():
-            raise ConfigError(f"{path} not found: give a trial number the study has finished")
-        found = TrialResult.model_validate_json(path.read_text())
-        return ({} if found.defaults else found.config), found.defaults
-    if config == "defaults":
-        return {}, True
-    data = load_yaml(Path(config))
-    if not isinstance(data, dict):
-        raise ConfigError(f"{config}: give a mapping of knob values (or a study's "
-                          "best_config.yaml)")
-    if isinstance(data.get("config"), dict):  # a best_config.yaml a study wrote
-        chosen = bool(data.get("defaults"))
-        return ({} if chosen else data["config"]), chosen
-    return data, False
-
-
 def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, Any],
                     defaults: bool, repeats: int, console: Console,
                     progress_console: Console, engine_factory: EngineFactory = real_engines,
@@ -96,12 +73,10 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
     ``repeats`` pairs of interleaved fresh starts of both and the verdict of the pairs."""
     t0 = time.monotonic()
     prep = prepare(cfg, settings, engine_factory)
-    prep.start_tracking()
     for knobs, flag in ((config, "--config"), (against.config if against else {}, "--against")):
-        unknown = sorted(set(knobs) - set(prep.spec.knobs))
-        if unknown:
-            raise ConfigError(f"{flag}: {prep.spec.name} has no knob {unknown[0]!r}; the knobs "
-                              f"are in engines/{prep.spec.name}.yaml")
+        check_config(knobs, flag, prep.spec, prep.hardware, prep.model,
+                     prep.workload.max_request_tokens())
+    prep.start_tracking()
     a = Side(name="defaults" if defaults else name, config=config, defaults=defaults)
     starts = repeats * (2 if against else 1)
     with guarded(prep.launcher), running_on(prep.hardware.client_cpus,

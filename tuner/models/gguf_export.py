@@ -1,4 +1,5 @@
-"""Write the tiny Llama as GGUF for llama.cpp, and quantized variants of it.
+"""Write a made Llama (the tiny one or a Llama shape) as GGUF for llama.cpp, and quantized
+variants of it.
 
 The F16 file is written with ``gguf`` (the GGUF library of the llama.cpp project),
 following the layout llama.cpp's own converter produces for Llama: its tensor
@@ -59,17 +60,28 @@ def _tensors(model_dir: Path, heads: int, kv_heads: int) -> dict[str, np.ndarray
     return out
 
 
+def shape_of(model_dir: Path) -> str:
+    """The shape a made folder holds (its recipe says; else the folder's name)."""
+    recipe = model_dir / "tuner-recipe.json"
+    if recipe.is_file():
+        return str(json.loads(recipe.read_text()).get("shape", model_dir.name))
+    return model_dir.name
+
+
 def write_f16_gguf(model_dir: Path, out: Path) -> Path:
-    """Write ``model_dir`` (the tiny Llama) as an F16 GGUF file."""
+    """Write ``model_dir`` (a made Llama) as an F16 GGUF file."""
     try:
         gguf: Any = importlib.import_module("gguf")
     except ImportError as exc:
         raise ConfigError("writing GGUF needs the gguf package: pip install gguf") from exc
     cfg = json.loads((model_dir / "config.json").read_text())
+    if cfg.get("model_type") != "llama":
+        raise ConfigError(f"--gguf: {model_dir} is a {cfg.get('model_type')} model; GGUF "
+                          "files are written for Llama shapes only")
     tok = json.loads((model_dir / "tokenizer.json").read_text())
     heads, kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     writer = gguf.GGUFWriter(str(out), "llama")
-    writer.add_name("tiny-llama")
+    writer.add_name(shape_of(model_dir))
     writer.add_context_length(cfg["max_position_embeddings"])
     writer.add_embedding_length(cfg["hidden_size"])
     writer.add_block_count(cfg["num_hidden_layers"])
@@ -125,16 +137,17 @@ def quantize(f16: Path, out: Path, variant: str) -> Path:
 
 def make_gguf_variants(model_dir: Path, variants: tuple[str, ...] = ("F16", "Q8_0", "Q4_0")
                        ) -> dict[str, Path]:
-    """``tiny-llama-<variant>.gguf`` files beside the Hugging Face files in ``model_dir`` (one
+    """``<shape>-<variant>.gguf`` files beside the Hugging Face files in ``model_dir`` (one
     folder serves vLLM and llama.cpp); existing files are kept."""
-    f16 = model_dir / "tiny-llama-F16.gguf"
+    shape = shape_of(model_dir)
+    f16 = model_dir / f"{shape}-F16.gguf"
     if not f16.is_file():
         write_f16_gguf(model_dir, f16)
     paths = {"F16": f16}
     for variant in variants:
         if variant == "F16":
             continue
-        path = model_dir / f"tiny-llama-{variant}.gguf"
+        path = model_dir / f"{shape}-{variant}.gguf"
         if not path.is_file():
             quantize(f16, path, variant)
         paths[variant] = path

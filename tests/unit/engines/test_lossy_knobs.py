@@ -8,7 +8,7 @@ import pytest
 from tuner.engines.spec import engine_names, load_engine_spec
 
 LOSSY = {
-    "vllm": {"kv_cache_dtype", "quantization", "speculative_decoding"},
+    "vllm": {"kv_cache_dtype", "quantization", "speculative_decoding", "dtype"},
     "llamacpp": {"quantization", "kv_cache_dtype", "kv_cache_dtype_v"},
     "sglang": {"kv_cache_dtype", "quantization"},
     "tgi": {"kv_cache_dtype", "quantization", "dtype"},

@@ -116,10 +116,10 @@ GPU_ONLY = ["memory_fraction", "data_parallel", "long_prefill_token_threshold", 
             "async_scheduling"]
 
 
-def test_the_cpu_space_is_the_one_the_quickstart_has_always_searched() -> None:
+def test_the_cpu_space_has_the_cpu_knobs_and_none_of_the_gpu_ones() -> None:
     cpu = load_search_space("vllm").for_host(CPU, MODEL)
     assert list(cpu.knobs) == ["max_batch_size", "max_batched_tokens", "chunked_prefill",
-                               "prefix_caching", "kv_cache_dtype", "kv_cache_space_gib",
+                               "prefix_caching", "kv_cache_dtype", "dtype", "kv_cache_space_gib",
                                "block_size", "tensor_parallel", "quantization", "eager",
                                "optimization_level", "scheduling_policy"]
     assert cpu.knobs["quantization"].choices == ["none"]  # type: ignore[union-attr]
