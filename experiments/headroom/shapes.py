@@ -28,6 +28,9 @@ from pathlib import Path
 from experiments.verdicts.slow_phase import free_port, machine, ready
 
 ROOT = Path(__file__).resolve().parents[2]
+# vLLM's own log lines that say where its start-up went
+PHASES = ("took", "Model loading took", "torch.compile take", "Compiling a graph", "Directly load",
+          "init engine", "Memory profiling takes", "Starting vLLM API server")
 
 
 def folder_mib(folder: Path) -> float:
@@ -42,13 +45,13 @@ def complete(url: str, model: str) -> str:
         return str(json.loads(r.read())["choices"][0]["text"])
 
 
-def serve(model: Path, name: str) -> None:
+def serve(model: Path, name: str, extra: list[str]) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = os.environ | {"VLLM_CPU_KVCACHE_SPACE": "4", "VLLM_CPU_OMP_THREADS_BIND": "0"}
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
            "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port),
-           "--generation-config", "vllm"]
+           "--generation-config", "vllm", *extra]
     log = model / "engine.log"
     t0 = time.monotonic()
     with log.open("w") as out:
@@ -66,6 +69,9 @@ def serve(model: Path, name: str) -> None:
         text = complete(url, name)
         print(f"  vLLM ready after {up:.1f} s; a 16-token completion in "
               f"{time.monotonic() - t1:.2f} s: {text[:40]!r}", flush=True)
+        for line in log.read_text().splitlines():
+            if any(k in line for k in PHASES):
+                print("    " + line.split("] ", 1)[-1][:110], flush=True)
     finally:
         os.killpg(engine.pid, signal.SIGTERM)
         try:
@@ -79,6 +85,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("shapes", nargs="+")
     ap.add_argument("--no-serve", action="store_true", help="build only")
+    ap.add_argument("--vllm-args", default="", help="more vLLM flags, in one string")
+    ap.add_argument("--starts", type=int, default=1,
+                    help="vLLM starts on each folder (a second start finds its compile cache)")
     a = ap.parse_args()
     print(f"machine: {machine()}", flush=True)
     for shape in a.shapes:
@@ -94,8 +103,8 @@ def main() -> None:
             recipe = json.loads((folder / "tuner-recipe.json").read_text())
             print(f"{shape}: made in {took:.1f} s, {folder_mib(folder):.0f} MiB; tokenizer: "
                   f"{recipe['tokenizer']['note']}", flush=True)
-            if not a.no_serve:
-                serve(folder, shape)
+            for _ in range(0 if a.no_serve else a.starts):
+                serve(folder, shape, a.vllm_args.split())
 
 
 if __name__ == "__main__":
