@@ -155,6 +155,10 @@ def tune(
     warm_start: Annotated[Path | None, typer.Option(
         help="a study folder of the same engine (another workload or model): its best "
         "configurations are tried first")] = None,
+    baseline: Annotated[str | None, typer.Option(
+        help="your current configuration, measured and re-measured beside the defaults and "
+        "every verdict given against it too: a knob YAML, a best_config.yaml, a file tune "
+        "export wrote, or a file holding the engine's command line as you run it")] = None,
     device: Annotated[str, typer.Option(help="auto, cpu or gpu")] = "auto",
     parallel: Annotated[int, typer.Option(
         help="trials at once on a GPU host, each on its own devices")] = 1,
@@ -194,6 +198,7 @@ def tune(
 
     def go() -> None:
         nonlocal verdict_code
+        from tuner.commands.named_config import baseline_of
         from tuner.commands.tune import parse_enqueue, tune_command, warm_start_configs
         from tuner.core import parse_resolution, validate
         from tuner.study import StudyConfig
@@ -209,7 +214,7 @@ def tune(
             remeasure_repeats=repeats, race_repeats=race,
             resolution=None if resolution is None else parse_resolution(resolution),
             enqueue=parse_enqueue(enqueue) + warm_start_configs(warm_start, engine or ""),
-            device=device, parallel=parallel,
+            baseline=baseline_of(baseline, engine or ""), device=device, parallel=parallel,
             startup_timeout_s=startup_timeout, served_name=served_name, workers=workers,
             heartbeat_s=heartbeat), "options")
         summary = tune_command(cfg, settings, out_console, err, engine_factory_of(ctx))

@@ -205,3 +205,37 @@ def test_an_unknown_model_shape_is_one_line_naming_the_shapes(tmp_path: Path) ->
     one_line_error(done, 2, "--shape llama-9000: no such shape; give one of qwen2.5-0.5b, "
                    "smollm2-135m, smollm2-360m, tiny-llama")
     assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.slow
+def test_a_bad_baseline_is_one_line_before_anything_starts(tmp_path: Path) -> None:
+    """tune --baseline FILE: the engine's defaults, a knob or flag the engine does not have, a
+    value of the wrong kind, a rule of the engine's spec broken."""
+    (tmp_path / "config.json").write_text(
+        '{"architectures": ["LlamaForCausalLM"], "num_attention_heads": 4, '
+        '"num_key_value_heads": 2, "num_hidden_layers": 2, "hidden_size": 64, '
+        '"max_position_embeddings": 2048}')
+    files = {"defaults": None,
+             "knob.yaml": "max_num_seqs: 64\n",
+             "flag.sh": "vllm serve /m --max-num-seq 64\n",
+             "kind.yaml": "max_batch_size: lots\n",
+             "rule.yaml": "max_batch_size: 64\nmax_batched_tokens: 32\n"}
+    for name, text in files.items():
+        if text is not None:
+            (tmp_path / name).write_text(text)
+    said = {"defaults": "--baseline defaults: names the engine's defaults, which every study "
+                        "measures; give the configuration you run today, or leave it out",
+            "knob.yaml": f"--baseline {tmp_path / 'knob.yaml'}: vllm has no knob "
+                         "'max_num_seqs'; the knobs are in engines/vllm.yaml",
+            "flag.sh": f"--baseline {tmp_path / 'flag.sh'}: read as vllm's command line: "
+                       "--max-num-seq: not a knob of vllm the tuner knows",
+            "kind.yaml": "--baseline: max_batch_size: 'lots' is not an integer; give one",
+            "rule.yaml": "--baseline: breaks rule batched_tokens_below_batch_size of "
+                         "engines/vllm.yaml: max_num_batched_tokens must be >= max_num_seqs"}
+    study = ["--engine", "vllm", "--workload", str(REPO / "tests/data/workload-ci.yaml"),
+             "--model", str(tmp_path), "--out", str(tmp_path / "runs"), "--baseline"]
+    done = tune_all(*([*study, name if name == "defaults" else str(tmp_path / name)]
+                      for name in files))
+    for name, result in zip(files, done, strict=True):
+        one_line_error(result, 2, said[name])
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("trial-*"))

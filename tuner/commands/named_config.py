@@ -22,7 +22,14 @@ from typing import Any
 import yaml
 
 from tuner.core import ConfigError
-from tuner.engines import EngineSpec, ModelInfo, broken_rules, knobs_from_command, rule_names
+from tuner.engines import (
+    EngineSpec,
+    ModelInfo,
+    broken_rules,
+    knobs_from_command,
+    load_engine_spec,
+    rule_names,
+)
 from tuner.host import Hardware
 from tuner.study import RunFolder, TrialResult
 
@@ -61,6 +68,17 @@ def named_config(given: str, spec: EngineSpec, *, flag: str = "--config") -> Nam
                           f"are in engines/{spec.name}.yaml")
     return NamedConfig("defaults" if config.defaults else path.stem, config.knobs,
                        config.defaults)
+
+
+def baseline_of(given: str | None, engine: str) -> dict[str, Any] | None:
+    """``tune --baseline FILE``: the user's current configuration, named after its file."""
+    if given is None:
+        return None
+    found = named_config(given, load_engine_spec(engine), flag="--baseline")
+    if found.defaults:
+        raise ConfigError(f"--baseline {given}: names the engine's defaults, which every study "
+                          "measures; give the configuration you run today, or leave it out")
+    return {"name": found.name, "knobs": found.knobs}
 
 
 def check_config(knobs: dict[str, Any], flag: str, spec: EngineSpec, hardware: Hardware,

@@ -14,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from tuner import __version__
+from tuner.commands.named_config import check_config
 from tuner.core import ConfigError, Settings, without_password
 from tuner.engines import EngineSpec, ModelInfo, load_engine_spec, load_model_info
 from tuner.host import Hardware, busy_now, detect, reporting_warning
@@ -25,6 +26,7 @@ from tuner.study import (
     SearchSpace,
     StudyConfig,
     TrialContext,
+    check_baseline,
     check_enqueued,
     load_search_space,
 )
@@ -193,6 +195,10 @@ def prepare(cfg: StudyConfig, settings: Settings,
     space = space.for_host(hw, model, cfg.parallel).for_mode(
         spec, "container" if cfg.launcher == "docker" else "process")
     check_enqueued(cfg.enqueue, spec, space)
+    if cfg.baseline is not None:
+        check_baseline(cfg.baseline.knobs, spec, space)
+        check_config(cfg.baseline.knobs, "--baseline", spec, hw, model,
+                     workload.max_request_tokens())
     eng_version = engine_version(spec)
     noise = load_noise_record(settings.cache_dir, spec.name, eng_version, hw.describe())
     check_time_budget(cfg, workload, noise)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from tuner.report.measure_report import measure_table, spread_lines
     from tuner.report.plots import all_plots
     from tuner.report.study_report import (
+        baseline_text,
         best_config_yaml,
         final_table,
         study_verdict,
@@ -37,7 +38,8 @@ if TYPE_CHECKING:
     from tuner.report.workload_fit_plot import plot_fit
 
 __all__ = [
-    "Comparison", "all_plots", "best_config_yaml", "capacity_table", "comparison_verdict",
+    "Comparison", "all_plots", "baseline_text", "best_config_yaml", "capacity_table",
+    "comparison_verdict",
     "count", "engine_deltas", "engine_result", "final_table", "front_table", "html_page",
     "markdown", "measure_table", "notes", "plot_fit", "prefix_cache_warning", "share",
     "spread_lines", "study_verdict", "summary_table", "table", "tradeoff_plot", "write_plots",

@@ -65,19 +65,41 @@ def study_verdict(engine: str, r: RemeasureOutcome | None, defaults: TrialResult
     return saved_text(engine, d) + held
 
 
-def paired_text(engine: str, v: RatioVerdict, trial: int | None, kind: str) -> str:
-    """The study's verdict, side by side with the defaults on fresh starts: a win, nothing to
-    gain, or unresolved, with the ratio's interval."""
+def paired_text(engine: str, v: RatioVerdict, trial: int | None, kind: str,
+                against: str = "the defaults") -> str:
+    """The study's verdict, side by side with ``against`` (the defaults, or the user's current
+    configuration) on fresh starts: a win, nothing to gain, or unresolved, with the ratio's
+    interval."""
     r = f"{v.resolution:.0%}"
     if kind == "win":
-        return (f"tuned {engine} (trial {trial}) beats the defaults by {v.interval_text()}, "
+        return (f"tuned {engine} (trial {trial}) beats {against} by {v.interval_text()}, "
                 f"resolved at ±{r}")
     if kind == "no_gain":
-        return (f"no configuration of {engine} beats the defaults by more than {r} (best: "
+        return (f"no configuration of {engine} beats {against} by more than {r} (best: "
                 f"trial {trial}, {v.interval_text()})")
-    return (f"unresolved: the best configuration of {engine} (trial {trial}) against the "
-            f"defaults {v.interval_text()} after {v.pairs} pairs of fresh starts, not decided "
+    return (f"unresolved: the best configuration of {engine} (trial {trial}) against "
+            f"{against} {v.interval_text()} after {v.pairs} pairs of fresh starts, not decided "
             f"at ±{r}; rerun with more starts (--race N, or more --repeats)")
+
+
+def baseline_text(engine: str, r: RemeasureOutcome | None, baseline: TrialResult | None,
+                  best: TrialResult | None) -> str | None:
+    """The verdict against the user's current configuration (``tune --baseline``), beside
+    the one against the defaults; None without a baseline."""
+    if baseline is None:
+        return None
+    mine = f"your current configuration ({baseline.baseline}, trial {baseline.number})"
+    if not baseline.feasible:
+        return f"{mine} met no load within the SLOs ({baseline.outcome}: {baseline.detail})"[:300]
+    if r is not None and r.against_baseline is not None and r.baseline_verdict is not None:
+        return paired_text(engine, r.against_baseline, r.against_baseline_trial,
+                           r.baseline_verdict, against=f"your current configuration "
+                           f"({baseline.baseline})")
+    if best is None or best.number == baseline.number:
+        return f"{mine} was the cheapest configuration of the search (not re-measured)"
+    ratio = (baseline.cost_per_m_output_tokens or 0) / (best.cost_per_m_output_tokens or 1)
+    return (f"tuned {engine} (trial {best.number}) against {mine}: {ratio:.2f}x in the search "
+            "(not re-measured, no interval)")
 
 
 def not_met(m: Remeasured) -> int:
@@ -110,8 +132,11 @@ def final_table(summary: StudySummary) -> Table:
         t.add_column(col, justify="right")
     rm = summary.remeasure
     rows: list[tuple[str, Remeasured | None, TrialResult | None]] = [
-        ("defaults", rm.defaults if rm else None, summary.defaults_trial),
-        ("best", rm.winner if rm else None, summary.best_trial)]
+        ("defaults", rm.defaults if rm else None, summary.defaults_trial)]
+    if summary.baseline_trial is not None:
+        rows.append((f"yours ({summary.baseline_trial.baseline})", rm.baseline if rm else None,
+                     summary.baseline_trial))
+    rows.append(("best", rm.winner if rm else None, summary.best_trial))
     for label, remeasured, trial in rows:
         if remeasured is not None and remeasured.cost is not None:
             cost = f"${remeasured.cost.text('{:.3g}')}"

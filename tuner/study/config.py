@@ -13,6 +13,15 @@ from tuner.study.run_folder import RunFolder
 from tuner.study.samplers import DEFAULT_SAMPLER, SAMPLERS, check_runnable
 
 
+class Baseline(StrictModel):
+    """The user's current configuration (``tune --baseline FILE``): measured like the
+    defaults, re-measured beside them, and every verdict given against it too."""
+
+    name: str = Field(description="what every output calls it (the file's stem)")
+    knobs: dict[str, Any] = Field(description="the knobs it sets; the others are the engine's "
+                                  "defaults")
+
+
 class StudySpec(StrictModel):
     """What defines a study, the same on every host that runs it: the engine and model, the
     budget, the search (sampler, seed, intensification, configurations to try first), the
@@ -44,6 +53,8 @@ class StudySpec(StrictModel):
                                      "resolve; default: the workload's capacity.resolution")
     enqueue: list[dict[str, Any]] = Field(default_factory=list,
                                           description="configurations to try first")
+    baseline: Baseline | None = Field(default=None, description=(
+        "the user's current configuration, measured and re-measured beside the defaults"))
     device: Literal["auto", "cpu", "gpu"] = "auto"
     startup_timeout_s: float | None = Field(default=None, gt=0)
     workers: int | None = Field(default=None, ge=1, le=64, description="load-generator "

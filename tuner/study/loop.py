@@ -32,10 +32,13 @@ from tuner.host import write_atomic
 from tuner.metrics import money
 from tuner.study.config import StudyConfig
 from tuner.study.coordination import (
+    BASELINE,
+    BASELINE_KNOBS,
     REJECTED,
     RESULT,
     STARTS,
     WORKER,
+    QueuedBaseline,
     StartTracking,
     beating,
     count,
@@ -73,8 +76,12 @@ def run_search(cfg: StudyConfig, ctx: TrialContext, tracker: Tracker, state: Stu
                ) -> optuna.Study:
     """Take trials of the study until its budget is spent; ``state.results`` ends with every
     finished trial of the study (all workers')."""
-    shared = open_shared(cfg, ctx.space.legal_defaults(ctx.defaults_config()), create=create,
-                         start_tracking=start_tracking)
+    defaults = ctx.defaults_config()
+    baseline = None if cfg.baseline is None else QueuedBaseline(
+        cfg.baseline.name, ctx.space.legal_defaults({**defaults, **cfg.baseline.knobs}),
+        cfg.baseline.knobs)
+    shared = open_shared(cfg, ctx.space.legal_defaults(defaults), create=create,
+                         start_tracking=start_tracking, baseline=baseline)
     study = shared.study
     ctx.progress.note(f"sampler: {shared.record.sampler}")
     state.results = load_results(cfg, study)
@@ -160,8 +167,13 @@ class _Search:
             give_back(self.study, trial)
             return None
         is_default = bool(trial.user_attrs.get("defaults"))
+        baseline = trial.user_attrs.get(BASELINE)
         if is_default:  # Optuna is told only the defaults that are points of the space
             config = self.ctx.space.tell_defaults(trial, self.ctx.defaults_config())
+        elif baseline:  # likewise the baseline's points; the engine runs its knobs alone
+            knobs = dict(trial.user_attrs.get(BASELINE_KNOBS, {}))
+            self.ctx.space.tell_defaults(trial, {**self.ctx.defaults_config(), **knobs})
+            config = knobs
         else:
             config = self.ctx.space.sample(trial)
             # Enqueued knobs outside the search space still go to the engine.
@@ -169,7 +181,8 @@ class _Search:
                            if k not in config and k in self.ctx.spec.knobs})
         self.ctx.progress.status(
             "trial", f"{place} of {self.trials} (optuna #{trial.number})"
-            + (", engine defaults" if is_default else ""))
+            + (", engine defaults" if is_default else "")
+            + (f", your current configuration ({baseline})" if baseline else ""))
         return trial, config, is_default
 
     def _place(self, trial: optuna.Trial) -> int:
@@ -187,6 +200,8 @@ class _Search:
                 try:
                     result = run_trial(self.ctx, trial.number, config, defaults=is_default,
                                        guard=self.guard)
+                    if (name := trial.user_attrs.get(BASELINE)) is not None:
+                        result = result.model_copy(update={"baseline": name})
                     if self._challenges(trial, result):
                         result = self._confirm(result, config)
                     if self.stopping.is_set():  # its engine was stopped under it

@@ -62,10 +62,20 @@ class TrialResult(BaseModel):
                                            "knobs against the defaults' answers, when made")
     pair: int | None = Field(default=None, description="in a paired comparison (tune measure "
                              "--against), the pair this fresh start belongs to, from 1")
+    baseline: str | None = Field(default=None, description="the name of the user's current "
+                                 "configuration (tune --baseline) when this trial measured it")
 
     @property
     def feasible(self) -> bool:
         return self.outcome == "ok" and self.cost_per_m_output_tokens is not None
+
+    @property
+    def label(self) -> str:
+        """`` (defaults)``, `` (baseline NAME)`` or nothing: what a trial's line adds to its
+        number."""
+        if self.defaults:
+            return " (defaults)"
+        return f" (baseline {self.baseline})" if self.baseline else ""
 
     @property
     def capacity_bound(self) -> bool:
@@ -83,7 +93,7 @@ class TrialResult(BaseModel):
 
     def line(self) -> str:
         """One line for the terminal."""
-        head = f"trial {self.number}{' (defaults)' if self.defaults else ''}: {self.outcome}"
+        head = f"trial {self.number}{self.label}: {self.outcome}"
         if self.feasible:
             dear = "≤ " if self.capacity_bound else ""
             line = (f"{head}, {dear}{money(self.cost_per_m_output_tokens)}/M output tokens at "
@@ -109,6 +119,11 @@ def ranked(results: list[TrialResult]) -> list[TrialResult]:
 def defaults_trial(results: list[TrialResult]) -> TrialResult | None:
     """The trial of the engine's defaults, whatever its outcome."""
     return next((r for r in results if r.defaults), None)
+
+
+def baseline_trial(results: list[TrialResult]) -> TrialResult | None:
+    """The trial of the user's current configuration (``tune --baseline``), if any."""
+    return next((r for r in results if r.baseline), None)
 
 
 def cheapest(results: list[TrialResult]) -> TrialResult | None:

@@ -19,11 +19,19 @@ from tuner.core import without_password
 from tuner.engines import Device, EngineSpec, render
 from tuner.host import Hardware, write_atomic
 from tuner.metrics import money
-from tuner.report import best_config_yaml, final_table, study_verdict, tradeoff_plot, write_plots
+from tuner.report import (
+    baseline_text,
+    best_config_yaml,
+    final_table,
+    study_verdict,
+    tradeoff_plot,
+    write_plots,
+)
 from tuner.study import (
     StudyConfig,
     StudyProgress,
     TrialResult,
+    baseline_trial,
     cheapest,
     defaults_trial,
     results_summary,
@@ -88,6 +96,7 @@ def conclude(prep: PreparedStudy, state: StudyProgress, study: optuna.Study,
     split = TimeSplit(wall_s=wall, startup_s=startup, measure_s=measure, teardown_s=teardown,
                       tuner_s=max(0.0, wall - startup - measure - teardown))
     defaults = defaults_trial(state.results)
+    baseline = baseline_trial(state.results)
     best = cheapest(state.results)
     winner = rm.winner if rm else None
     best_trial = next((r for r in state.results if winner and r.number == winner.trial), best)
@@ -104,6 +113,8 @@ def conclude(prep: PreparedStudy, state: StudyProgress, study: optuna.Study,
         noise_floor=floor,
         verdict=study_verdict(spec.display_name, rm, defaults, best, floor),
         verdict_kind=rm.study_verdict if rm else None, comparison=rm.paired if rm else None,
+        baseline_trial=baseline,
+        baseline_verdict=baseline_text(spec.display_name, rm, baseline, best),
         best_config=(winner.config if winner else best.config if best else None),
         best_command=ready_command(spec, best_trial, cfg.model, prep.served_name, hw.device),
         time=split, time_shares=split.shares(), pareto=front,
@@ -144,6 +155,8 @@ def conclude(prep: PreparedStudy, state: StudyProgress, study: optuna.Study,
                        + "\n"})
     console.print(final_table(summary))
     console.print(summary.verdict)
+    if summary.baseline_verdict:
+        console.print(summary.baseline_verdict)
     if floor is not None:
         console.print(f"noise floor: {floor.value:.1%} ({floor.source}); smaller differences "
                       "are not resolved")

@@ -12,6 +12,7 @@ import optuna
 from tuner.core import ConfigError
 from tuner.study.config import StudyConfig
 from tuner.study.coordination.shared_study import (
+    QueuedBaseline,
     adopt,
     claim,
     joiner_seed,
@@ -67,9 +68,11 @@ def _settings_of_rerun(cfg: StudyConfig, study: optuna.Study, record: StudyRecor
 
 
 def open_shared(cfg: StudyConfig, defaults: dict[str, object], *, create: bool = True,
-                start_tracking: StartTracking | None = None) -> SharedStudy:
+                start_tracking: StartTracking | None = None,
+                baseline: QueuedBaseline | None = None) -> SharedStudy:
     """Create the study (when ``create``; with ``defaults``, the legal defaults of the space,
-    as its first trial) or join it."""
+    as its first trial, and ``baseline``, the user's current configuration, as its second)
+    or join it."""
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
     storage = storage_for(cfg.storage_url, cfg.heartbeat_s)
     study, created = claim(cfg.name, storage, cfg.sampler, cfg.seed, cfg.trials,
@@ -77,7 +80,7 @@ def open_shared(cfg: StudyConfig, defaults: dict[str, object], *, create: bool =
     if created:
         try:
             record = record_of(cfg, start_tracking(None) if start_tracking else None)
-            publish(study, record, defaults, cfg.enqueue)
+            publish(study, record, defaults, cfg.enqueue, baseline)
         except BaseException:  # (an unreachable tracking server) no half-made study is left
             optuna.delete_study(study_name=cfg.name, storage=storage)
             raise
@@ -91,7 +94,7 @@ def open_shared(cfg: StudyConfig, defaults: dict[str, object], *, create: bool =
         log.info("study %s has no stored configuration (an earlier tuner made it); adopting "
                  "it", cfg.name)
         record = record_of(cfg, start_tracking(None) if start_tracking else None)
-        adopt(study, record, defaults, cfg.enqueue)
+        adopt(study, record, defaults, cfg.enqueue, baseline)
         return SharedStudy(study, record, True)
     if create:
         _check_same(cfg, found)

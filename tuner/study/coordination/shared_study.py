@@ -22,6 +22,7 @@ import warnings
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import optuna
@@ -127,19 +128,45 @@ def claim(name: str, storage: BaseStorage, sampler: str, seed: int, trials: int,
         raise StudyError(f"cannot load study {name!r}: {exc}") from exc
 
 
+BASELINE = "baseline"
+"""A trial's user attribute: the name of the user's current configuration it measures."""
+BASELINE_KNOBS = "baseline_knobs"
+"""A trial's user attribute: that configuration's knobs, as the engine is to run them."""
+
+
+@dataclass(frozen=True)
+class QueuedBaseline:
+    """The user's current configuration as the study queues it: ``params``, the points of
+    the search space Optuna is told (its knobs over the engine defaults), ``knobs``, what the
+    engine runs."""
+
+    name: str
+    params: dict[str, object]
+    knobs: dict[str, object]
+
+
+def enqueue_baseline(study: optuna.Study, baseline: QueuedBaseline) -> None:
+    """Queue the baseline's trial (never skipped as a duplicate: it may tell Optuna the same
+    points as the defaults and still set knobs outside the space)."""
+    study.enqueue_trial(baseline.params, user_attrs={BASELINE: baseline.name,
+                                                     BASELINE_KNOBS: baseline.knobs})
+
+
 def publish(study: optuna.Study, record: StudyRecord, defaults: dict[str, object],
-            enqueue: list[dict[str, object]]) -> None:
-    """The creator's part: the record, the defaults trial and the enqueued configurations,
-    then the ready mark. Done once per study."""
+            enqueue: list[dict[str, object]], baseline: QueuedBaseline | None = None) -> None:
+    """The creator's part: the record, the defaults trial, the baseline's and the enqueued
+    configurations, then the ready mark. Done once per study."""
     study.set_user_attr(RECORD_ATTR, record.model_dump(mode="json"))
     study.enqueue_trial(defaults, user_attrs={"defaults": True})
+    if baseline is not None:
+        enqueue_baseline(study, baseline)
     for config in enqueue:
         study.enqueue_trial(config, user_attrs={"enqueued": config}, skip_if_exists=True)
     study.set_user_attr(READY_ATTR, True)
 
 
 def adopt(study: optuna.Study, record: StudyRecord, defaults: dict[str, object],
-          enqueue: list[dict[str, object]]) -> None:
+          enqueue: list[dict[str, object]], baseline: QueuedBaseline | None = None) -> None:
     """A study an earlier tuner made (no record): it had one process, so its RUNNING trials
     are leftovers of a killed run; they are failed, then what is missing is enqueued."""
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
@@ -148,6 +175,10 @@ def adopt(study: optuna.Study, record: StudyRecord, defaults: dict[str, object],
     if not any(t.user_attrs.get("defaults") and t.state in (TrialState.COMPLETE,
                                                             TrialState.WAITING) for t in trials):
         study.enqueue_trial(defaults, user_attrs={"defaults": True})
+    if baseline is not None and not any(
+            t.user_attrs.get(BASELINE) and t.state in (TrialState.COMPLETE, TrialState.WAITING)
+            for t in trials):
+        enqueue_baseline(study, baseline)
     study.set_user_attr(RECORD_ATTR, record.model_dump(mode="json"))
     for config in enqueue:
         study.enqueue_trial(config, user_attrs={"enqueued": config}, skip_if_exists=True)
@@ -271,7 +302,8 @@ def give_back(study: optuna.Study, trial: optuna.Trial) -> None:
     trial.set_user_attr("tuner.excess", True)
     study.tell(trial, state=TrialState.FAIL)
     queued = ("fixed_params" in frozen.system_attrs or "failed_trial" in frozen.system_attrs
-              or frozen.user_attrs.get("defaults") or "enqueued" in frozen.user_attrs)
+              or frozen.user_attrs.get("defaults") or "enqueued" in frozen.user_attrs
+              or BASELINE in frozen.user_attrs)
     if queued:
         study.add_trial(optuna.create_trial(
             state=TrialState.WAITING, params=frozen.params, distributions=frozen.distributions,

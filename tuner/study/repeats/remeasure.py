@@ -40,7 +40,14 @@ from tuner.metrics import (
     ratio_interval,
     window_ns,
 )
-from tuner.study.outcome import MeasuredRun, Timing, TrialResult, defaults_trial, ranked
+from tuner.study.outcome import (
+    MeasuredRun,
+    Timing,
+    TrialResult,
+    baseline_trial,
+    defaults_trial,
+    ranked,
+)
 from tuner.study.repeats.fresh_start import fresh_start
 from tuner.study.run_folder import remeasure_tag
 from tuner.study.trial import TrialContext
@@ -62,6 +69,8 @@ class Remeasured(BaseModel):
     engine: str
     trial: int
     defaults: bool
+    baseline: str | None = Field(default=None, description="the user's current "
+                                 "configuration's name, when this is it (tune --baseline)")
     config: dict[str, Any]
     load: float = Field(description="the capacity the search found")
     capacities: list[float] = Field(default_factory=list, description=(
@@ -102,13 +111,24 @@ class RemeasureOutcome(BaseModel):
     """The start-to-start spread of capacity, pooled over the candidates' fresh starts."""
     verdicts: list[TrialVerdict] = Field(default_factory=list)
     """Each candidate's verdict against the defaults (what a race decides on)."""
+    baseline: Remeasured | None = None
+    """The user's current configuration (``tune --baseline``), re-measured beside the
+    defaults."""
+    against_baseline: RatioVerdict | None = None
+    """The study's verdict against the baseline, as ``paired`` is against the defaults: the
+    decided win with the highest lower bound, or the best candidate's interval."""
+    against_baseline_trial: int | None = None
+    baseline_verdict: StudyVerdict | None = None
+    """win, no_gain or unresolved, against the baseline."""
 
 
 def pick_candidates(results: list[TrialResult], top: int) -> list[TrialResult]:
-    """The defaults (when they met the SLOs) and the ``top`` cheapest other configurations."""
-    defaults = defaults_trial(results)
-    picked = [r for r in ranked(results) if not r.defaults][:top]
-    return ([defaults] if defaults and defaults.feasible else []) + picked
+    """The defaults and the user's current configuration (``tune --baseline``), each when it
+    met the SLOs, and the ``top`` cheapest other configurations."""
+    firsts = [t for t in (defaults_trial(results), baseline_trial(results))
+              if t is not None and t.feasible]
+    picked = [r for r in ranked(results) if not r.defaults and not r.baseline][:top]
+    return firsts + picked
 
 
 def run_tokens(records: list[RequestRecord], step: int | None = None, scale: float = 1.0
@@ -213,7 +233,8 @@ def summarise_candidate(engine: str, trial: TrialResult, runs: list[MeasuredRun]
     cost, samples = cost_of(mine, seed + trial.number, tokens_of)
     done = [r.summary for r in mine if r.summary is not None]
     return Remeasured(
-        engine=engine, trial=trial.number, defaults=trial.defaults, config=trial.config,
+        engine=engine, trial=trial.number, defaults=trial.defaults, baseline=trial.baseline,
+        config=trial.config,
         load=trial.max_load or 0.0,
         capacities=[r.load for r in mine if met_slos(r)],
         runs=len([r for r in mine if r.records_path]),
@@ -253,11 +274,17 @@ def outcome_of(engine: str, picked: list[TrialResult], runs: list[MeasuredRun], 
                                winner.cost.value, samples[winner.trial])
     verdicts = verdicts_against_defaults(runs, picked, resolution, looks, prior)
     paired, paired_trial, study = study_verdict_of(verdicts)
+    base = next((t for t in picked if t.baseline), None)
+    against, against_trial, kind = (None, None, None) if base is None else study_verdict_of(
+        verdicts_against(runs, picked, base, resolution, looks, prior))
     return RemeasureOutcome(candidates=out, winner=winner, defaults=defaults,
                             tuning_delta=delta, runs=runs, timing=timing, paired=paired,
                             paired_trial=paired_trial, study_verdict=study,
                             start_spread=pooled_spread(start_groups(runs, picked)),
-                            verdicts=verdicts)
+                            verdicts=verdicts,
+                            baseline=next((m for m in out if m.baseline), None),
+                            against_baseline=against, against_baseline_trial=against_trial,
+                            baseline_verdict=kind)
 
 
 def _pairable(run: MeasuredRun) -> bool:
@@ -283,8 +310,18 @@ def verdicts_against_defaults(runs: list[MeasuredRun], picked: list[TrialResult]
     noise, its level shared over the candidates and over ``looks`` (a race decides after each
     of up to ``looks`` repeats); when no candidate has two starts to pool, ``prior``'s (the
     host and engine's as ``tune measure`` recorded it). A candidate with no pair has none."""
-    base = {r.repeat: r for r in runs if r.defaults and _pairable(r)}
-    others = [t for t in picked if not t.defaults]
+    defaults = defaults_trial(picked)
+    return [] if defaults is None else verdicts_against(runs, picked, defaults, resolution,
+                                                        looks, prior)
+
+
+def verdicts_against(runs: list[MeasuredRun], picked: list[TrialResult], against: TrialResult,
+                     resolution: float, looks: int = 1, prior: PooledSpread | None = None
+                     ) -> list[TrialVerdict]:
+    """Each candidate but the defaults and ``against`` against ``against`` (the defaults, or
+    the user's current configuration), as :func:`verdicts_against_defaults` says."""
+    base = {r.repeat: r for r in runs if r.trial == against.number and _pairable(r)}
+    others = [t for t in picked if not t.defaults and t.number != against.number]
     pooled = pooled_spread(start_groups(runs, picked)) or prior
     found: list[TrialVerdict] = []
     for t in others:

@@ -97,6 +97,10 @@ class StudySummary(BaseModel):
     comparison: RatioVerdict | None = Field(default=None, description="that verdict's ratio "
                                             "(the defaults' cost over the configuration's), "
                                             "interval and resolution")
+    baseline_trial: TrialResult | None = Field(default=None, description="the trial of the "
+                                               "user's current configuration (tune --baseline)")
+    baseline_verdict: str | None = Field(default=None, description="the verdict against it, "
+                                         "as verdict is against the defaults")
     best_config: dict[str, Any] | None
     best_command: str | None
     time: TimeSplit
