@@ -66,6 +66,7 @@ def test_the_best_candidate_gets_a_verdict_against_the_baseline(
     assert out.against_baseline_trial == 2
     assert out.against_baseline is not None
     assert out.against_baseline.ratio == pytest.approx(1.3 / 0.7, rel=0.1)
+    assert [v.trial for v in out.verdicts] == [1, 2]  # against the defaults
     assert out.study_verdict == "win"
     assert out.paired_trial == 2
     assert out.paired is not None

@@ -318,10 +318,11 @@ def verdicts_against_defaults(runs: list[MeasuredRun], picked: list[TrialResult]
 def verdicts_against(runs: list[MeasuredRun], picked: list[TrialResult], against: TrialResult,
                      resolution: float, looks: int = 1, prior: PooledSpread | None = None
                      ) -> list[TrialVerdict]:
-    """Each candidate but the defaults and ``against`` against ``against`` (the defaults, or
-    the user's current configuration), as :func:`verdicts_against_defaults` says."""
+    """Each other candidate against ``against`` (the defaults, or the user's current
+    configuration, against which the defaults are a candidate too), as
+    :func:`verdicts_against_defaults` says."""
     base = {r.repeat: r for r in runs if r.trial == against.number and _pairable(r)}
-    others = [t for t in picked if not t.defaults and t.number != against.number]
+    others = [t for t in picked if t.number != against.number]
     pooled = pooled_spread(start_groups(runs, picked)) or prior
     found: list[TrialVerdict] = []
     for t in others:
