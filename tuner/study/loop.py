@@ -33,7 +33,6 @@ from tuner.metrics import money
 from tuner.study.config import StudyConfig
 from tuner.study.coordination import (
     BASELINE,
-    BASELINE_KNOBS,
     REJECTED,
     RESULT,
     STARTS,
@@ -78,8 +77,7 @@ def run_search(cfg: StudyConfig, ctx: TrialContext, tracker: Tracker, state: Stu
     finished trial of the study (all workers')."""
     defaults = ctx.defaults_config()
     baseline = None if cfg.baseline is None else QueuedBaseline(
-        cfg.baseline.name, ctx.space.legal_defaults({**defaults, **cfg.baseline.knobs}),
-        cfg.baseline.knobs)
+        cfg.baseline.name, ctx.space.legal_defaults({**defaults, **cfg.baseline.knobs}))
     shared = open_shared(cfg, ctx.space.legal_defaults(defaults), create=create,
                          start_tracking=start_tracking, baseline=baseline)
     study = shared.study
@@ -171,7 +169,7 @@ class _Search:
         if is_default:  # Optuna is told only the defaults that are points of the space
             config = self.ctx.space.tell_defaults(trial, self.ctx.defaults_config())
         elif baseline:  # likewise the baseline's points; the engine runs its knobs alone
-            knobs = dict(trial.user_attrs.get(BASELINE_KNOBS, {}))
+            knobs = dict(self.cfg.baseline.knobs) if self.cfg.baseline else {}
             self.ctx.space.tell_defaults(trial, {**self.ctx.defaults_config(), **knobs})
             config = knobs
         else:

@@ -17,7 +17,6 @@ from tuner.study.coordination.ledger import (
 from tuner.study.coordination.optuna_internals import CachedStorage
 from tuner.study.coordination.shared_study import (
     BASELINE,
-    BASELINE_KNOBS,
     READY_ATTR,
     READY_WAIT_S,
     QueuedBaseline,
@@ -37,7 +36,7 @@ from tuner.study.coordination.spend import spend_line, spend_of, study_spend, to
 from tuner.study.coordination.storage_outage import RetryingStorage, without_waiting
 
 __all__ = [
-    "BASELINE", "BASELINE_KNOBS", "CachedStorage", "QueuedBaseline", "READY_ATTR",
+    "BASELINE", "CachedStorage", "QueuedBaseline", "READY_ATTR",
     "READY_WAIT_S", "REJECTED", "RESULT", "RetryingStorage",
     "STARTS", "StartTracking", "WORKER", "beating", "claim", "count", "driver_url",
     "fail_stale", "give_back", "incumbent", "ledger", "open_shared", "read_record", "rejected",

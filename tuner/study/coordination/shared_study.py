@@ -129,27 +129,23 @@ def claim(name: str, storage: BaseStorage, sampler: str, seed: int, trials: int,
 
 
 BASELINE = "baseline"
-"""A trial's user attribute: the name of the user's current configuration it measures."""
-BASELINE_KNOBS = "baseline_knobs"
-"""A trial's user attribute: that configuration's knobs, as the engine is to run them."""
+"""A trial's user attribute: the name of the user's current configuration it measures (its
+knobs are the study's record's, ``baseline.knobs``)."""
 
 
 @dataclass(frozen=True)
 class QueuedBaseline:
-    """The user's current configuration as the study queues it: ``params``, the points of
-    the search space Optuna is told (its knobs over the engine defaults), ``knobs``, what the
-    engine runs."""
+    """The user's current configuration as the study queues it: its name and ``params``, the
+    points of the search space Optuna is told (its knobs over the engine defaults)."""
 
     name: str
     params: dict[str, object]
-    knobs: dict[str, object]
 
 
 def enqueue_baseline(study: optuna.Study, baseline: QueuedBaseline) -> None:
     """Queue the baseline's trial (never skipped as a duplicate: it may tell Optuna the same
     points as the defaults and still set knobs outside the space)."""
-    study.enqueue_trial(baseline.params, user_attrs={BASELINE: baseline.name,
-                                                     BASELINE_KNOBS: baseline.knobs})
+    study.enqueue_trial(baseline.params, user_attrs={BASELINE: baseline.name})
 
 
 def publish(study: optuna.Study, record: StudyRecord, defaults: dict[str, object],
@@ -172,17 +168,20 @@ def adopt(study: optuna.Study, record: StudyRecord, defaults: dict[str, object],
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         study.tell(t.number, state=TrialState.FAIL)
     trials = study.get_trials(deepcopy=False)
-    if not any(t.user_attrs.get("defaults") and t.state in (TrialState.COMPLETE,
-                                                            TrialState.WAITING) for t in trials):
+    if not _kept(trials, "defaults"):
         study.enqueue_trial(defaults, user_attrs={"defaults": True})
-    if baseline is not None and not any(
-            t.user_attrs.get(BASELINE) and t.state in (TrialState.COMPLETE, TrialState.WAITING)
-            for t in trials):
+    if baseline is not None and not _kept(trials, BASELINE):
         enqueue_baseline(study, baseline)
     study.set_user_attr(RECORD_ATTR, record.model_dump(mode="json"))
     for config in enqueue:
         study.enqueue_trial(config, user_attrs={"enqueued": config}, skip_if_exists=True)
     study.set_user_attr(READY_ATTR, True)
+
+
+def _kept(trials: list[FrozenTrial], attr: str) -> bool:
+    """Some trial marked ``attr`` finished or waits in the queue."""
+    return any(t.user_attrs.get(attr) and t.state in (TrialState.COMPLETE, TrialState.WAITING)
+               for t in trials)
 
 
 def stored_record(study: optuna.Study) -> StudyRecord | None:
