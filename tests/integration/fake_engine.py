@@ -50,7 +50,7 @@ class StandinLauncher(ProcessLauncher):
     def start(self, request: LaunchRequest) -> ProcessHandle:
         spec = request.spec
         assert spec.process is not None
-        process = spec.process.model_copy(update={"argv": STANDIN_ARGV, "requires": []})
+        process = spec.process.model_copy(update={"argv": STANDIN_ARGV})
         return super().start(dataclasses.replace(
             request, spec=spec.model_copy(update={"process": process})))
 

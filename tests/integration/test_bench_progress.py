@@ -1,4 +1,4 @@
-"""A piped `tune bench` against a real llama.cpp server (llama-cpp-python, the tiny model's
+"""A piped `tune bench` against a real llama.cpp server (llama-server, the tiny model's
 GGUF) prints progress lines while it runs, not everything at the end."""
 
 from __future__ import annotations

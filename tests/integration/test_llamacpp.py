@@ -1,18 +1,55 @@
-"""llama.cpp for real on CPU: llama-cpp-python's server on GGUF variants of the tiny model. (A
-whole llama.cpp study, its quantization variants run and its best re-measured, is
+"""llama.cpp for real on CPU: the llama-server that set-up builds, on GGUF variants of the tiny
+model. (A whole llama.cpp study, its quantization variants run and its best re-measured, is
 test_distributed.py::test_two_llamacpp_workers_run_one_study; tune compare runs another.)"""
 
 from __future__ import annotations
 
+import re
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
+import numpy as np
+import optuna
 import pytest
 
-from tuner.engines import load_engine_spec, render
+from tuner.core import EngineStartError
+from tuner.engines import broken_rules, load_engine_spec, load_model_info, render, rule_names
+from tuner.host import Hardware, find_program
+from tuner.launch import EngineHandle, LaunchRequest, ProcessLauncher, wait_ready
 from tuner.models import make_gguf_variants
+from tuner.study import load_search_space
+from tuner.workload import PromptSynth, load_tokenizer
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
+SERVED = "tiny-llama"
+CPU1 = Hardware(device="cpu", cpu_model="x", cpu_cores=1, memory_gib=24, numa_nodes=1, gpus=[])
+
+
+def start(model: Path, config: dict[str, Any], log: Path) -> EngineHandle:
+    """llama-server on one core, as a trial starts it; ready, or EngineStartError."""
+    spec = load_engine_spec("llamacpp")
+    handle = ProcessLauncher().start(LaunchRequest(
+        spec=spec, config=config, model=str(model), served_name=SERVED, log_path=log,
+        cpus="1"))
+    try:
+        wait_ready(handle, spec, SERVED, timeout_s=120)
+    except EngineStartError:
+        handle.stop()
+        raise
+    return handle
+
+
+@pytest.fixture(scope="module")
+def server(gguf_model: Path, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[EngineHandle]:
+    handle = start(gguf_model, {"quantization": "Q8_0"},
+                   tmp_path_factory.mktemp("llama-server") / "engine.log")
+    yield handle
+    handle.stop()
 
 
 def test_gguf_variants_are_made_beside_the_model(gguf_model: Path) -> None:
@@ -23,45 +60,73 @@ def test_gguf_variants_are_made_beside_the_model(gguf_model: Path) -> None:
     assert sizes["Q4_0"] < sizes["Q8_0"] < sizes["F16"]
 
 
-def test_gguf_tokenizer_counts_prompts_exactly_like_the_harness(gguf_model: Path) -> None:
-    import llama_cpp
-    import numpy as np
+def test_the_saved_help_has_exactly_the_built_servers_flags() -> None:
+    """engines/help/llama-server-b11312.txt is what the flag checks of the unit suite read."""
+    program = find_program("llama-server")
+    assert program is not None, "set-up builds llama-server into .venv/bin"
+    live = subprocess.run([str(program), "--help"], capture_output=True, text=True,
+                          timeout=30, check=True).stdout
+    saved = (REPO / "engines" / "help" / "llama-server-b11312.txt").read_text()
 
-    from tuner.workload import PromptSynth, load_tokenizer
+    def flags(text: str) -> set[str]:
+        return set(re.findall(r"(?<![\w-])--?[a-zA-Z][\w-]*", text))
+    assert flags(live) == flags(saved)
+    version = subprocess.run([str(program), "--version"], capture_output=True, text=True,
+                             timeout=30, check=True)
+    assert "build 11312, commit 0c1e570" in version.stdout + version.stderr
 
+
+def test_gguf_tokenizer_counts_prompts_exactly_like_the_harness(
+        server: EngineHandle, gguf_model: Path) -> None:
     synth = PromptSynth(load_tokenizer(str(gguf_model)))
-    llm = llama_cpp.Llama(str(gguf_model / "tiny-llama-Q8_0.gguf"), vocab_only=True,
-                          verbose=False)
     rng = np.random.default_rng(0)
     for n in (12, 80, 700):
         prompt = synth.prompt(rng, n)
-        assert len(llm.tokenize(prompt.encode(), add_bos=True)) == n
+        tokens = httpx.post(server.base_url + "/tokenize", json={
+            "content": prompt, "add_special": True}, timeout=30).json()["tokens"]
+        assert len(tokens) == n
 
 
-def test_rendered_process_commands_parse_with_llama_cpp_pythons_parser(gguf_model: Path
-                                                                      ) -> None:
-    import argparse
+def test_the_defaults_run_four_slots_on_one_thread_per_engine_core(server: EngineHandle
+                                                                   ) -> None:
+    props = httpx.get(server.base_url + "/props", timeout=30).json()
+    assert props["total_slots"] == 4  # --parallel auto
+    log = server.log_text()
+    assert "n_threads = 1" in log  # the engine's one core (cpu_binding.threads_knob)
+    assert "kv_unified = 'true'" in log
 
-    from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
-    from llama_cpp.server.settings import ConfigFileSettings, ModelSettings, ServerSettings
 
-    del ConfigFileSettings
+def test_every_sampled_configuration_starts(gguf_model: Path, tmp_path: Path) -> None:
+    """The space's knobs as the real server takes them: 6 configurations the search would
+    try on a 1-core share, each started, answered and stopped."""
     spec = load_engine_spec("llamacpp")
-    parser = argparse.ArgumentParser()
-    add_args_from_model(parser, ModelSettings)
-    add_args_from_model(parser, ServerSettings)
-    config = {"quantization": "Q4_0", "max_batched_tokens": 256, "micro_batch_size": 128,
-              "threads": 2, "threads_batch": 2, "max_model_len": 4096, "flash_attn": True,
-              "kv_cache_dtype": "q8_0", "kv_cache_dtype_v": "q8_0", "prefix_caching": True}
-    rendered = render(spec, config, device="cpu", mode="process",
-                      values={"python": "python", "model": str(gguf_model),
-                              "served_name": "tiny-llama", "port": "8000", "host": "127.0.0.1"})
-    args = parser.parse_args(rendered.argv[3:])
-    model = parse_model_from_args(ModelSettings, args)
-    server = parse_model_from_args(ServerSettings, args)
-    assert model.model.endswith("tiny-llama-Q4_0.gguf")
-    assert (model.n_batch, model.n_ubatch, model.n_threads, model.n_ctx) == (256, 128, 2, 4096)
-    assert model.flash_attn is True
-    assert (model.type_k, model.type_v) == (8, 8)
-    assert model.cache is True
-    assert server.interrupt_requests is False
+    model = load_model_info(str(gguf_model))
+    space = load_search_space("llamacpp").for_host(CPU1, model)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=3))
+    configs: list[dict[str, Any]] = []
+    while len(configs) < 6:
+        config = space.sample(study.ask())
+        if not broken_rules(spec.rules, rule_names(spec, config, CPU1, model, 200)):
+            configs.append(config)
+    for i, config in enumerate(configs):
+        handle = start(gguf_model, config, tmp_path / f"{i}.log")
+        try:
+            done = httpx.post(handle.base_url + "/v1/completions", json={
+                "model": SERVED, "prompt": "Hello", "max_tokens": 4}, timeout=60)
+            assert done.status_code == 200, (config, done.text)
+        finally:
+            handle.stop()
+
+
+def test_a_quantized_v_cache_without_flash_attention_is_refused_as_an_invalid_config(
+        gguf_model: Path, tmp_path: Path) -> None:
+    """The rule quantized_v_cache_needs_flash_attn, against the real server's refusal."""
+    with pytest.raises(EngineStartError) as refused:
+        start(gguf_model, {"kv_cache_dtype_v": "q8_0", "flash_attn": False},
+              tmp_path / "engine.log")
+    assert refused.value.outcome == "invalid_config"
+    spec = load_engine_spec("llamacpp")
+    argv = render(spec, {"kv_cache_dtype_v": "q8_0", "flash_attn": False}, device="cpu",
+                  mode="process", values={"python": "p", "model": str(gguf_model),
+                                          "served_name": SERVED, "host": "h", "port": "1"}).argv
+    assert argv[argv.index("--flash-attn") + 1] == "off"

@@ -1,4 +1,4 @@
-"""The quality check of lossy knobs for real: llama.cpp (llama-cpp-python's server) on the
+"""The quality check of lossy knobs for real: llama.cpp (llama-server) on the
 tiny model's GGUF variants, the F16 file against Q4_0 (the variant is the `quantization`
 knob: a file of the model folder, as in the search-efficiency grid).
 
@@ -58,7 +58,7 @@ def f16(gguf_model: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Gree
 def test_a_fresh_start_of_the_same_file_answers_the_same(
         f16: list[GreedyAnswer], gguf_model: Path, tmp_path: Path) -> None:
     again = agreement(f16, answers(gguf_model, "F16", tmp_path))
-    assert again.compared == "engine tokens"  # llama-cpp-python returns them, with logprobs
+    assert again.compared == "engine tokens"  # llama-server returns them, with logprobs
     assert again.token_agreement == 1.0
     assert again.identical == again.prompts == 8
     assert again.logprob_mean_abs_diff is not None

@@ -87,7 +87,7 @@ def test_llamacpp_runs_wholly_on_its_cores_and_says_so_in_its_command(tmp_path: 
     r = render(load_engine_spec("llamacpp"), {"quantization": "F16"}, device="cpu",
                mode="process", values=VALUES, cpus="0-6", model_root=tmp_path)
     assert r.cpus == "0-6"
-    assert "taskset -c 0-6 python -m llama_cpp.server" in r.command_line()
+    assert "taskset -c 0-6 llama-server" in r.command_line()
     unpinned = render(load_engine_spec("llamacpp"), {"quantization": "F16"}, device="cpu",
                       mode="process", values=VALUES, model_root=tmp_path)
     assert unpinned.cpus is None

@@ -17,7 +17,7 @@ from tuner import __version__
 from tuner.commands.named_config import check_config
 from tuner.core import ConfigError, Settings, without_password
 from tuner.engines import EngineSpec, ModelInfo, load_engine_spec, load_model_info
-from tuner.host import Hardware, busy_now, detect, reporting_warning
+from tuner.host import Hardware, busy_now, detect, program_version, reporting_warning
 from tuner.launch import DockerLauncher, GpuPool, Launcher, ProcessLauncher
 from tuner.loadgen import Progress
 from tuner.study import (
@@ -38,12 +38,15 @@ log = logging.getLogger(__name__)
 
 
 def engine_version(spec: EngineSpec) -> str:
+    """The installed engine's version: its Python package's, or what its program prints."""
     for dist in spec.distributions:
         try:
             return f"{dist} {version(dist)}"
         except PackageNotFoundError:
             continue
-    return "unknown"
+    argv = spec.process.version_argv if spec.process else []
+    printed = program_version(argv) if argv else None
+    return f"{argv[0]} {printed}" if printed else "unknown"
 
 
 @dataclass
@@ -207,6 +210,8 @@ def prepare(cfg: StudyConfig, settings: Settings,
     if isinstance(launcher, DockerLauncher):  # a missing image is bad input, before any trial
         found = launcher.ensure_image(launcher.image_for(spec, hw.device))
         image, image_ref = f"{found['image']} ({found['image_digest']})", found["image"]
+    if isinstance(launcher, ProcessLauncher):  # so is a missing program
+        launcher.check_program(spec)
     removed = launcher.cleanup_orphans()
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
     cfg.folder.config.write_text(cfg.model_copy(update={  # no password written

@@ -12,6 +12,7 @@ import yaml
 
 from tuner.core import ConfigError
 from tuner.engines.spec import Device, EngineSpec, Knob, Mode
+from tuner.host import parse_cpu_list
 
 UNISOLATED = {"master_port": "29500", "launch_id": "tuner"}
 """Template values a render without a launcher's (``launch.isolation.launch_values``) gets: a
@@ -154,6 +155,16 @@ def cpu_binding(spec: EngineSpec, cpus: str | None, other_cpus: str | None = Non
     return env, cpus if binding.affinity else None
 
 
+def core_threads(spec: EngineSpec, config: dict[str, Any], cpus: str | None, mode: Mode
+                 ) -> list[str]:
+    """The thread-count flag of an engine confined to ``cpus`` whose configuration leaves it
+    unset (``cpu_binding.threads_knob``): one thread per core of its share."""
+    name = spec.cpu_binding.threads_knob if spec.cpu_binding else None
+    if not cpus or name is None or config.get(name) is not None:
+        return []
+    return knob_args(spec.knobs[name], len(parse_cpu_list(cpus)), mode)[0]
+
+
 def render(spec: EngineSpec, config: dict[str, Any], *, device: Device, mode: Mode,
            values: dict[str, str], model_root: Path | None = None,
            cpus: str | None = None, other_cpus: str | None = None) -> Rendered:
@@ -175,5 +186,6 @@ def render(spec: EngineSpec, config: dict[str, Any], *, device: Device, mode: Mo
     if options is not None and spec.options_file is not None:
         args += [spec.options_file.flag, OPTIONS_FILE]
     bind_env, confined = cpu_binding(spec, cpus, other_cpus)
+    args += core_threads(spec, config, cpus, mode)
     return Rendered(argv=base + args, env={**launch.env, **env, **bind_env}, options=options,
                     cpus=confined)

@@ -101,8 +101,9 @@ class ProcessLaunch(StrictModel):
     cache_env: dict[str, str] = Field(
         default_factory=dict, description="variable -> cache name: on a GPU host the variable "
         "points at the GPU lease's own folder of that cache (launch.isolation.cache_folder)")
-    requires: list[str] = Field(default_factory=list,
-                                description="Python distributions the command needs")
+    version_argv: list[str] = Field(
+        default_factory=list, description="for an engine that is a program, not a Python "
+        "package: the command that prints its version (``llama-server --version``)")
 
 
 class ContainerLaunch(StrictModel):
@@ -140,6 +141,11 @@ class CpuBinding(StrictModel):
                                 "engine's compute threads; {cpus} is the engine's core list")
     affinity: bool = Field(default=False, description="run the whole engine on its cores "
                            "(the process's CPU affinity, a container's cpuset)")
+    threads_knob: str | None = Field(
+        default=None, description="the knob that counts the engine's compute threads, set to "
+        "the number of the engine's cores when a configuration leaves it unset: the engine's "
+        "own default counts the host's cores, not the ones it is confined to, and would put "
+        "several threads on each of its cores")
     helpers_apart: bool = Field(default=False, description="a process engine's other "
                                 "processes and threads (API server, scheduler) run on the "
                                 "host's other cores, never on the compute cores that ``env`` "
@@ -201,6 +207,9 @@ class EngineSpec(StrictModel):
             raise ValueError("give `process` or `container` (or both)")
         if self.options_file is None and any(k.style == "option" for k in self.knobs.values()):
             raise ValueError("knobs of style option need `options_file`")
+        threads = self.cpu_binding.threads_knob if self.cpu_binding else None
+        if threads is not None and threads not in self.knobs:
+            raise ValueError(f"cpu_binding.threads_knob names an unknown knob {threads!r}")
         return self
 
     def defaults(self, device: Device) -> dict[str, Any]:

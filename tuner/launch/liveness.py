@@ -7,8 +7,8 @@ container stopped (SIGSTOP, a frozen cgroup). Its requests would wait for their 
 (``activity`` did not move), its health path did not answer and, where its launcher can tell,
 its processes used no CPU to speak of. The measurement is then cancelled and
 :class:`EngineHung` raised; the trial ends ``hung`` and its engine is stopped as every trial's
-is. A busy engine whose health check waits behind its work (llama-cpp-python serves one
-request at a time, its model list included, and a long prompt's prefill brings no token for a
+is. A busy engine whose health check waits behind its work (a server whose one HTTP
+thread shares a core with its compute, or a long prompt's prefill that brings no token for a
 while) is not hung while tokens arrive or it computes; an engine that exited is left to the
 crash checks between steps.
 """

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import logging
 import os
 import signal
@@ -22,9 +23,9 @@ from typing import Any
 
 import psutil
 
-from tuner.core import EngineStartError
-from tuner.engines import Device, Rendered, render
-from tuner.host import cpu_list, parse_cpu_list
+from tuner.core import ConfigError, EngineStartError
+from tuner.engines import Device, EngineSpec, Rendered, render
+from tuner.host import cpu_list, find_program, parse_cpu_list
 from tuner.launch.base import EngineHandle, LaunchRequest
 from tuner.launch.isolation import cache_folder, launch_values
 from tuner.launch.isolation import free_port as free_port  # where callers have found it
@@ -204,6 +205,9 @@ class ProcessLauncher:
                           other_cpus=None if request.devices else self.other_cpus(request.cpus))
         if rendered.options is not None:
             rendered = rendered.with_options_path(str(rendered.write_options(request.log_path)))
+        program = find_program(rendered.argv[0], self.python)
+        if program is not None:  # a program beside this Python wins over one on PATH
+            rendered = dataclasses.replace(rendered, argv=[str(program), *rendered.argv[1:]])
         engine_id = uuid.uuid4().hex
         env = engine_env(os.environ, rendered, request.devices, {
             **owner_marker(), ENGINE_ID: engine_id, **self.lease_caches(request),
@@ -226,6 +230,17 @@ class ProcessLauncher:
         log.debug("started %s pid %s on port %s", spec.name, proc.pid, port)
         return ProcessHandle(proc, rendered, f"http://{self.host}:{port}", request.log_path,
                              spec.metrics_path, engine_id)
+
+    def check_program(self, spec: EngineSpec) -> None:
+        """A ConfigError naming the engine's program when it is neither beside this Python nor
+        on PATH (an argv that starts with a template, ``{python}``, needs no check)."""
+        if spec.process is None:
+            return
+        name = spec.process.argv[0]
+        if "{" not in name and find_program(name, self.python) is None:
+            raise ConfigError(f"{spec.display_name} runs {name}, which is neither beside "
+                              f"{self.python} nor on PATH: build it (.ci/setup builds "
+                              f"llama.cpp's) or put it on PATH")
 
     def other_cpus(self, cpus: str | None) -> str | None:
         """The host's cores outside the engine's share (the load generator's), where an engine

@@ -33,6 +33,8 @@ class _Connection(asyncio.Protocol):
         self.parser = httptools.HttpResponseParser(self)
         self.closed = False
         self.status = 0
+        self.answered = False
+        """Some of the response to the request under way has arrived."""
         self.keep_alive = False
         self.on_data: OnData | None = None
         self.done: asyncio.Future[None] | None = None
@@ -44,6 +46,7 @@ class _Connection(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
 
     def data_received(self, data: bytes) -> None:
+        self.answered = True
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
@@ -92,7 +95,7 @@ class _Connection(asyncio.Protocol):
         return self.on_data(self.status, body)
 
     def start(self, on_data: OnData) -> asyncio.Future[None]:
-        self.status, self.keep_alive, self.on_data = 0, False, on_data
+        self.status, self.answered, self.keep_alive, self.on_data = 0, False, False, on_data
         self._body.clear()
         self.done = asyncio.get_running_loop().create_future()
         return self.done
@@ -129,12 +132,16 @@ class RawHttpPool:
                       f"Accept: text/event-stream\r\n{extra}")
         self._idle: list[_Connection] = []
 
-    async def _connection(self) -> _Connection:
+    async def _connection(self) -> tuple[_Connection, bool]:
+        """A connection for one request, and whether it was kept alive from an earlier one."""
         while self._idle:
             conn = self._idle.pop()
             if not conn.closed and conn.transport is not None \
                     and not conn.transport.is_closing():
-                return conn
+                return conn, True
+        return await self._connect(), False
+
+    async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
         async with asyncio.timeout(self.connect_timeout_s):
             _, conn = await loop.create_connection(_Connection, self.host, self.port,
@@ -143,8 +150,24 @@ class RawHttpPool:
 
     async def post(self, path: str, body: bytes, on_data: OnData) -> int:
         """POST ``body``; ``on_data`` gets each read's body bytes. Returns the status; raises
-        ConnectionError (and TimeoutError while connecting) when the exchange fails."""
-        conn = await self._connection()
+        ConnectionError (and TimeoutError while connecting) when the exchange fails.
+
+        A kept-alive connection that the server closes before any of the answer arrives is
+        one it had closed before it read the request: the request goes once more, on a new
+        connection. (llama-server closes the connection after every streamed response while
+        its headers say keep-alive: tools/server/server-http.cpp's content provider returns
+        false at the stream's end, which cpp-httplib takes as a failed write. A client that
+        writes its next request before the close arrives would otherwise fail it.)"""
+        conn, reused = await self._connection()
+        try:
+            return await self._exchange(conn, path, body, on_data)
+        except ConnectionError:
+            if not reused or conn.answered:
+                raise
+        return await self._exchange(await self._connect(), path, body, on_data)
+
+    async def _exchange(self, conn: _Connection, path: str, body: bytes, on_data: OnData
+                        ) -> int:
         done = conn.start(on_data)
         head = (f"POST {self.prefix}{path} HTTP/1.1\r\n{self._head}"
                 f"Content-Length: {len(body)}\r\n\r\n").encode()

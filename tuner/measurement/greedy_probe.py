@@ -58,7 +58,7 @@ def parse_answer(prompt: str, data: dict[str, Any], api: Api, tokenizer: Tokeniz
     logprobs: list[float] | None = None
     lp = choice.get("logprobs")
     if isinstance(lp, dict):
-        if api == "chat" and isinstance(lp.get("content"), list):
+        if isinstance(lp.get("content"), list):  # chat; llama-server's completions too
             tokens = [str(t["token"]) for t in lp["content"]]
             values = [t.get("logprob") for t in lp["content"]]
         elif isinstance(lp.get("tokens"), list):

@@ -4,8 +4,8 @@ variants of it.
 The F16 file is written with ``gguf`` (the GGUF library of the llama.cpp project),
 following the layout llama.cpp's own converter produces for Llama: its tensor
 names, Q/K rows permuted from Hugging Face's rotate-half order, and a GPT-2-style
-BPE vocabulary with merges. Quantized variants are made by llama.cpp itself,
-through ``llama_cpp.llama_model_quantize``.
+BPE vocabulary with merges. Quantized variants are made by llama.cpp itself: the
+``llama-quantize`` program that set-up builds beside ``llama-server``.
 """
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tuner.core import ConfigError
+from tuner.host import find_program
 
 log = logging.getLogger(__name__)
 
-QUANT_TYPES = {"Q8_0": 7, "Q4_0": 2, "Q4_K_M": 15, "Q5_K_M": 17, "F16": 1}
-"""llama.cpp's ``llama_ftype`` values for the variants this project makes."""
 
 
 def _permute(w: np.ndarray, heads: int) -> np.ndarray:
@@ -121,17 +121,17 @@ def write_f16_gguf(model_dir: Path, out: Path) -> Path:
 
 
 def quantize(f16: Path, out: Path, variant: str) -> Path:
-    """Quantize with llama.cpp itself (``llama_model_quantize``)."""
-    try:
-        llama_cpp: Any = importlib.import_module("llama_cpp")
-    except ImportError as exc:
-        raise ConfigError("quantizing needs llama-cpp-python: pip install "
-                          "'llama-cpp-python[server]'") from exc
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = QUANT_TYPES[variant]
-    code = llama_cpp.llama_model_quantize(str(f16).encode(), str(out).encode(), params)
-    if code != 0:
-        raise ConfigError(f"llama.cpp could not quantize {f16} to {variant} (code {code})")
+    """Quantize with llama.cpp itself (``llama-quantize IN OUT TYPE``)."""
+    program = find_program("llama-quantize")
+    if program is None:
+        raise ConfigError("quantizing needs llama.cpp's llama-quantize, which is neither beside "
+                          "this Python nor on PATH: run .ci/setup, which builds it")
+    done = subprocess.run([str(program), str(f16), str(out), variant], capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise ConfigError(f"llama.cpp could not quantize {f16} to {variant} (exit "
+                          f"{done.returncode}: {last[0]})")
     return out
 
 

@@ -139,7 +139,7 @@ class SearchSpace(StrictModel):
         return self.model_copy(update={"knobs": knobs})
 
     def for_mode(self, spec: EngineSpec, mode: Mode) -> SearchSpace:
-        """Without the knobs this launch mode does not have (llama-cpp-python has no slots)."""
+        """Without the knobs this launch mode does not have (a container-only knob)."""
         knobs = {k: v for k, v in self.knobs.items() if mode in spec.knobs[k].modes}
         return self.model_copy(update={"knobs": knobs})
 

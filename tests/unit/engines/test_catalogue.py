@@ -13,7 +13,7 @@ import pytest
 from tuner.engines.model_info import ModelInfo
 from tuner.engines.render import render
 from tuner.engines.rules import broken_rules, rule_names
-from tuner.engines.spec import engine_names, load_engine_spec
+from tuner.engines.spec import Mode, engine_names, load_engine_spec
 from tuner.host import Gpu, Hardware
 from tuner.study import load_search_space
 
@@ -47,16 +47,18 @@ def flags_in(argv: list[str]) -> set[str]:
     return {a.split("=")[0] for a in argv if re.match(r"^--?[A-Za-z]", a)}
 
 
-@pytest.mark.parametrize("engine", ["sglang", "tgi", "trtllm", "llamacpp"])
-def test_every_rendered_container_flag_exists_in_the_engines_help(engine: str,
-                                                                  tmp_path: Path) -> None:
+@pytest.mark.parametrize(("engine", "mode"), [
+    ("sglang", "container"), ("tgi", "container"), ("trtllm", "container"),
+    ("llamacpp", "container"), ("llamacpp", "process")])
+def test_every_rendered_flag_exists_in_the_engines_help(engine: str, mode: Mode,
+                                                        tmp_path: Path) -> None:
     spec = load_engine_spec(engine)
     text = (REPO / "engines" / "help" / HELP[engine]).read_text()
     model = model_folder(tmp_path)
     hw = CPU if engine == "llamacpp" else GPU8
     seen: set[str] = set()
     for config in [{}, *sampled(engine, hw)]:
-        rendered = render(spec, config, device=hw.device, mode="container",
+        rendered = render(spec, config, device=hw.device, mode=mode, cpus="1",
                           values={"python": "python3", "model": "/models", "served_name": "m",
                                   "port": "8000", "host": "0.0.0.0"}, model_root=model)
         for flag in flags_in(rendered.argv):
@@ -108,25 +110,43 @@ def test_trtllm_renders_its_options_file(tmp_path: Path) -> None:
     assert "capacity_scheduler_policy: MAX_UTILIZATION" in rendered.options
 
 
-def test_llamacpp_renders_both_flag_styles(tmp_path: Path) -> None:
+def test_llamacpp_runs_llama_server_with_the_same_flags_in_both_modes(tmp_path: Path) -> None:
     spec = load_engine_spec("llamacpp")
     config = {"quantization": "Q8_0", "max_batched_tokens": 256, "flash_attn": True,
-              "kv_cache_dtype": "q8_0", "threads": 2, "max_batch_size": 4}
+              "kv_cache_dtype": "q8_0", "threads": 2, "max_batch_size": 4, "kv_unified": False,
+              "continuous_batching": False, "poll": 0, "load_mode": "mlock"}
     values = {"python": "py", "served_name": "m", "port": "1", "host": "h"}
     model = model_folder(tmp_path)
     process = render(spec, config, device="cpu", mode="process",
                      values={**values, "model": str(model)})
     container = render(spec, config, device="cpu", mode="container",
                        values={**values, "model": "/models"}, model_root=model)
+    assert process.argv[0] == "llama-server"
     assert process.argv[process.argv.index("--model") + 1] == str(model / "tiny-llama-Q8_0.gguf")
-    assert process.argv[process.argv.index("--n_batch") + 1] == "256"
-    assert process.argv[process.argv.index("--flash_attn") + 1] == "True"
-    assert process.argv[process.argv.index("--type_k") + 1] == "8"
-    assert "--parallel" not in process.argv  # llama-cpp-python has no slots
     assert container.argv[container.argv.index("-m") + 1] == "/models/tiny-llama-Q8_0.gguf"
-    assert container.argv[container.argv.index("--flash-attn") + 1] == "on"
-    assert container.argv[container.argv.index("--cache-type-k") + 1] == "q8_0"
-    assert container.argv[container.argv.index("--parallel") + 1] == "4"
+    knobs = ["--batch-size", "256", "--flash-attn", "on", "--cache-type-k", "q8_0", "--threads",
+             "2", "--parallel", "4", "--no-kv-unified", "--no-cont-batching", "--poll", "0",
+             "--load-mode", "mlock"]
+    for argv in (process.argv, container.argv):
+        flags = argv[argv.index("--metrics") + 1:]
+        assert sorted(flags) == sorted(knobs)
+
+
+def test_llamacpp_on_its_cores_gets_one_thread_per_core_unless_the_config_says(
+        tmp_path: Path) -> None:
+    """llama-server's own default counts the host's physical cores, wherever it is confined."""
+    spec = load_engine_spec("llamacpp")
+    values = {"python": "py", "served_name": "m", "port": "1", "host": "h",
+              "model": str(model_folder(tmp_path))}
+    pinned = render(spec, {}, device="cpu", mode="process", values=values, cpus="1-3")
+    assert pinned.argv[pinned.argv.index("--threads") + 1] == "3"
+    assert pinned.cpus == "1-3"
+    chosen = render(spec, {"threads": 1}, device="cpu", mode="process", values=values,
+                    cpus="1-3")
+    assert chosen.argv.count("--threads") == 1
+    assert chosen.argv[chosen.argv.index("--threads") + 1] == "1"
+    assert "--threads" not in render(spec, {}, device="cpu", mode="process",
+                                     values=values).argv
 
 
 CASES: list[tuple[str, dict[str, Any], Hardware, int, str]] = [

@@ -123,15 +123,15 @@ def test_every_sampled_trtllm_options_file_keeps_the_memory_fraction(tmp_path: P
             config["memory_fraction"])
 
 
-def test_llamacpp_unified_kv_and_cache_reuse_are_llama_server_flags_only(tmp_path: Path) -> None:
+def test_llamacpp_unified_kv_and_cache_reuse_render_in_both_modes(tmp_path: Path) -> None:
+    """Both modes run llama-server: slots, a unified KV cache and cache reuse everywhere."""
     config = {"max_batch_size": 4, "kv_unified": True, "cache_reuse": 256}
-    container = rendered("llamacpp", config, CPU, "container", tmp_path).argv
-    assert "--kv-unified" in container
-    assert container[container.index("--cache-reuse") + 1] == "256"
-    process = render(load_engine_spec("llamacpp"), config, device="cpu", mode="process",
-                     values={**VALUES, "model": str(model_folder(tmp_path))}).argv
-    assert not {"--kv-unified", "--no-kv-unified", "--cache-reuse", "--parallel"} & set(process)
-    split = rendered("llamacpp", {**config, "kv_unified": False}, CPU, "container", tmp_path)
+    for mode in ("container", "process"):
+        argv = rendered("llamacpp", config, CPU, mode, tmp_path).argv
+        assert "--kv-unified" in argv
+        assert argv[argv.index("--cache-reuse") + 1] == "256"
+        assert argv[argv.index("--parallel") + 1] == "4"
+    split = rendered("llamacpp", {**config, "kv_unified": False}, CPU, "process", tmp_path)
     assert "--no-kv-unified" in split.argv
 
 

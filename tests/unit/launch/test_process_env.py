@@ -73,13 +73,13 @@ def test_llamacpp_offloads_every_layer_on_a_gpu_unless_the_space_says_otherwise(
     values = {"python": "python", "model": str(tmp_path), "served_name": "m", "host": "h",
               "port": "1"}
     gpu = render(spec, {}, device="gpu", mode="process", values=values).argv
-    assert gpu[gpu.index("--n_gpu_layers") + 1] == "-1"  # llama-cpp-python's default is 0
+    assert gpu[gpu.index("--n-gpu-layers") + 1] == "auto"  # every layer the fit allows
     chosen = render(spec, {"gpu_layers": 20}, device="gpu", mode="process", values=values).argv
-    assert chosen[chosen.index("--n_gpu_layers") + 1] == "20"
+    assert chosen[chosen.index("--n-gpu-layers") + 1] == "20"
     server = render(spec, {}, device="gpu", mode="container", values=values).argv
-    assert server[server.index("--n-gpu-layers") + 1] == "auto"  # llama-server's own default
+    assert server[server.index("--n-gpu-layers") + 1] == "auto"
     cpu = render(spec, {}, device="cpu", mode="process", values=values).argv
-    assert "--n_gpu_layers" not in cpu
+    assert "--n-gpu-layers" not in cpu
 
 
 def test_ports_come_from_below_the_ephemeral_range() -> None:

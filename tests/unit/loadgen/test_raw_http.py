@@ -121,3 +121,43 @@ async def test_nobody_listening_is_a_record() -> None:
     [rec] = await send(url)
     assert rec.error is not None
     assert "Connect" in rec.error or "refused" in rec.error.lower()
+
+
+async def test_a_kept_alive_connection_closed_before_the_request_is_read_is_retried_once(
+        ) -> None:
+    """llama-server says keep-alive, then closes the connection after every streamed
+    response: a request written onto it before the close arrives goes again, on a new one."""
+    async def one_per_connection(reader: asyncio.StreamReader,
+                                 writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+                     + chunk(event(2)) + chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+        await writer.drain()
+        await read_request(reader)  # the next request arrives: closed, unanswered
+
+    async with serving(one_per_connection) as (url, connections):
+        recs = await send(url, n=3)
+    assert all(r.ok for r in recs), [r.error for r in recs]
+    assert len(connections) == 3  # 2 and 3 each found the last one dead and opened one
+
+
+async def test_a_kept_alive_connection_that_drops_midway_through_an_answer_is_an_error(
+        ) -> None:
+    """Once any of the answer has come, the request is not sent again."""
+    async def then_drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+                     + chunk(event(2)) + chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+        await writer.drain()
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+                     + chunk(event(1)))
+        await writer.drain()
+        writer.transport.abort()
+
+    async with serving(then_drop) as (url, connections):
+        first, second = await send(url, n=2)
+    assert first.ok
+    assert not second.ok
+    assert "ConnectionError" in (second.error or "")
+    assert len(connections) == 1
