@@ -60,6 +60,39 @@ def test_vllm_binds_its_compute_threads_and_keeps_its_helpers_apart() -> None:
     assert nowhere_else.cpus is None
 
 
+def test_vllm_compute_cores_leave_the_rest_of_its_share_to_the_api_server() -> None:
+    spec = load_engine_spec("vllm")
+    r = render(spec, {"compute_cores": 5}, device="cpu", mode="process", values=VALUES,
+               cpus="0-6", other_cpus="7")
+    assert r.env["VLLM_CPU_OMP_THREADS_BIND"] == "0-4"
+    assert r.cpus == "5-6"  # the API server and scheduler on the share's other two cores
+    assert "compute" not in r.command_line()  # no flag: only the binding says it
+    every = render(spec, {"compute_cores": 7}, device="cpu", mode="process", values=VALUES,
+                   cpus="0-6", other_cpus="7")
+    assert (every.env["VLLM_CPU_OMP_THREADS_BIND"], every.cpus) == ("0-6", "7")
+    one_core = render(spec, {"compute_cores": 1}, device="cpu", mode="process", values=VALUES,
+                      cpus="0", other_cpus="1")
+    assert (one_core.env["VLLM_CPU_OMP_THREADS_BIND"], one_core.cpus) == ("0", "1")
+    boxed = render(spec, {"compute_cores": 5}, device="cpu", mode="container", values=VALUES,
+                   cpus="0-6")
+    assert boxed.env["VLLM_CPU_OMP_THREADS_BIND"] == "0-4"
+    assert boxed.cpus is None  # a container's helpers stay in its cpuset
+
+
+def test_compute_cores_are_searched_up_to_the_engines_share() -> None:
+    from tuner.engines import ModelInfo
+    from tuner.study import load_search_space
+
+    model = ModelInfo(path="/m", architecture="LlamaForCausalLM", attention_heads=4,
+                      kv_heads=2, max_model_len=4096, layers=2, hidden_size=256)
+    for cores, high in ((2, 1), (16, 14)):
+        engine, client = split_cores(list(range(cores)))
+        hw = Hardware(device="cpu", cpu_model="X", cpu_cores=cores, memory_gib=16,
+                      numa_nodes=1, gpus=[], engine_cpus=engine, client_cpus=client)
+        knob = load_search_space("vllm").for_host(hw, model).knobs["compute_cores"]
+        assert (knob.low, knob.high) == (1, high)  # type: ignore[union-attr]
+
+
 def test_the_process_launcher_gives_the_helpers_the_cores_the_engine_was_not_given() -> None:
     from tuner.launch import ProcessLauncher
 

@@ -12,7 +12,7 @@ import yaml
 
 from tuner.core import ConfigError
 from tuner.engines.spec import Device, EngineSpec, Knob, Mode
-from tuner.host import parse_cpu_list
+from tuner.host import cpu_list, parse_cpu_list
 
 UNISOLATED = {"master_port": "29500", "launch_id": "tuner"}
 """Template values a render without a launcher's (``launch.isolation.launch_values``) gets: a
@@ -61,7 +61,7 @@ def _text(value: Any) -> str:
 def knob_args(knob: Knob, value: Any, mode: Mode) -> tuple[list[str], dict[str, str]]:
     if value is None or value in knob.omit or mode not in knob.modes:
         return [], {}
-    if knob.style in ("model_file", "option"):
+    if knob.style in ("model_file", "option", "compute_cores"):
         return [], {}
     flag = (knob.container_flag or knob.flag) if mode == "container" else knob.flag
     text = knob.values.get(mode, {}).get(_text(value), _text(value))
@@ -140,19 +140,38 @@ def options_yaml(spec: EngineSpec, config: dict[str, Any], device: Device) -> st
     return yaml.safe_dump(tree, sort_keys=True) if tree else None
 
 
-def cpu_binding(spec: EngineSpec, cpus: str | None, other_cpus: str | None = None
+def cpu_binding(spec: EngineSpec, cpus: str | None, other_cpus: str | None = None,
+                config: dict[str, Any] | None = None, mode: Mode = "process"
                 ) -> tuple[dict[str, str], str | None]:
     """The environment that binds the engine's compute threads to ``cpus``, and the cores the
     engine's process is confined to (None: not confined), as the spec's ``cpu_binding`` says:
     ``cpus`` with ``affinity``; with ``helpers_apart``, ``other_cpus`` (the host's other
-    cores), where its helpers run while the environment binds its compute threads."""
+    cores), where its helpers run while the environment binds its compute threads. A
+    ``compute_cores`` knob in ``config`` below the share's size binds the compute threads to
+    the share's first cores, and a process's helpers run on the rest of the share (a
+    container's stay anywhere in its cpuset, the whole share)."""
     binding = spec.cpu_binding
     if not cpus or binding is None:
         return {}, None
-    env = {k: v.format(cpus=cpus) for k, v in binding.env.items()}
-    if binding.helpers_apart and other_cpus:
-        return env, other_cpus
+    compute, rest = split_share(spec, cpus, config or {})
+    env = {k: v.format(cpus=compute) for k, v in binding.env.items()}
+    if mode == "container":
+        rest = None
+    if binding.helpers_apart and (rest or other_cpus):
+        return env, rest or other_cpus
     return env, cpus if binding.affinity else None
+
+
+def split_share(spec: EngineSpec, cpus: str, config: dict[str, Any]) -> tuple[str, str | None]:
+    """The engine's share ``cpus`` as its compute cores and the rest (None: no rest), by the
+    configuration's ``compute_cores`` knob (unset: every core computes)."""
+    wanted = next((config.get(name) for name, k in spec.knobs.items()
+                   if k.style == "compute_cores"), None)
+    share = sorted(parse_cpu_list(cpus))
+    if wanted is None or int(wanted) >= len(share):
+        return cpus, None
+    n = max(1, int(wanted))
+    return cpu_list(share[:n]), cpu_list(share[n:])
 
 
 def core_threads(spec: EngineSpec, config: dict[str, Any], cpus: str | None, mode: Mode
@@ -185,7 +204,7 @@ def render(spec: EngineSpec, config: dict[str, Any], *, device: Device, mode: Mo
     options = options_yaml(spec, config, device)
     if options is not None and spec.options_file is not None:
         args += [spec.options_file.flag, OPTIONS_FILE]
-    bind_env, confined = cpu_binding(spec, cpus, other_cpus)
+    bind_env, confined = cpu_binding(spec, cpus, other_cpus, config, mode)
     args += core_threads(spec, config, cpus, mode)
     return Rendered(argv=base + args, env={**launch.env, **env, **bind_env}, options=options,
                     cpus=confined)

@@ -39,7 +39,7 @@ class Knob(StrictModel):
     container_flag: str | None = Field(
         default=None, description="the flag in the container image when it differs")
     style: Literal["value", "switch", "off_switch", "pair", "env", "model_file",
-                   "option"] = "value"
+                   "option", "compute_cores"] = "value"
     off_flag: str | None = Field(default=None, description="for style pair: the 'off' flag")
     env: str | None = Field(default=None, description="for style env: the variable")
     pattern: str | None = Field(default=None, description="for style model_file: the file (or "
@@ -73,7 +73,7 @@ class Knob(StrictModel):
             raise ValueError("style model_file needs `pattern`")
         if self.style == "option" and not self.path:
             raise ValueError("style option needs `path`")
-        if self.style not in ("env", "model_file", "option") and not self.flag:
+        if self.style not in ("env", "model_file", "option", "compute_cores") and not self.flag:
             raise ValueError(f"style {self.style} needs `flag`")
         if self.style == "pair" and not self.off_flag:
             raise ValueError("style pair needs `off_flag`")
@@ -207,6 +207,10 @@ class EngineSpec(StrictModel):
             raise ValueError("give `process` or `container` (or both)")
         if self.options_file is None and any(k.style == "option" for k in self.knobs.values()):
             raise ValueError("knobs of style option need `options_file`")
+        if any(k.style == "compute_cores" for k in self.knobs.values()) and not (
+                self.cpu_binding and self.cpu_binding.env and self.cpu_binding.helpers_apart):
+            raise ValueError("a knob of style compute_cores needs cpu_binding with `env` (what "
+                             "binds the compute threads) and helpers_apart")
         threads = self.cpu_binding.threads_knob if self.cpu_binding else None
         if threads is not None and threads not in self.knobs:
             raise ValueError(f"cpu_binding.threads_knob names an unknown knob {threads!r}")
