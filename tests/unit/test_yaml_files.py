@@ -13,8 +13,8 @@ from tuner.study import load_search_space
 from tuner.workload import implausible, load_workload
 
 REPO = Path(__file__).resolve().parents[2]
-ALL_YAML = sorted(p for p in REPO.rglob("*.y*ml")
-                  if ".venv" not in p.parts and p.suffix in (".yaml", ".yml")
+ALL_YAML = sorted(p for p in REPO.rglob("*.y*ml")  # not set-up's (.wheels: llama.cpp's source)
+                  if not {".venv", ".wheels"} & set(p.parts) and p.suffix in (".yaml", ".yml")
                   and "tune-runs" not in p.parts and "run" not in p.parts)
 
 
