@@ -128,8 +128,8 @@ def tune(
                    ] = Path("tune-runs"),
     seed: Annotated[int, typer.Option(help="sampler seed")] = 0,
     sampler: Annotated[str, typer.Option(
-        help="the search's sampler: tpe, tpe-multivariate, gp (needs torch), random or "
-        "qmc")] = "tpe",
+        help="the search's sampler: tpe, tpe-multivariate, gp (needs torch), random, qmc or "
+        "cmaes")] = "tpe",
     intensify: Annotated[bool, typer.Option(
         help="measure a trial that beats the best so far again on a fresh start (counted "
         "toward --trials) before it can lead")] = False,

@@ -96,7 +96,7 @@ def test_unknown_sampler_is_bad_input(tiny_model: Path, tmp_path: Path) -> None:
     done = tune("--engine", "vllm", "--workload", str(WORKLOAD), "--model", str(tiny_model),
                 "--sampler", "smac", "--out", str(tmp_path))
     one_line_error(done, 2, "options: sampler: unknown sampler 'smac'; use one "
-                   "of: tpe, tpe-multivariate, gp, random, qmc")
+                   "of: tpe, tpe-multivariate, gp, random, qmc, cmaes")
 
 
 @pytest.mark.slow

@@ -5,7 +5,9 @@ cost, or the outcome that stopped it). A replayed study asks its sampler for a c
 and the "trial" returns one of that configuration's own measured costs, in a random order (its
 measurement noise; measured again, it gives another of its repeats), or its failure; so a
 thousand studies replay in seconds what the table took hours to measure. As in ``tune``: the
-defaults go first when they are a grid point, infeasible trials carry constraints, and
+defaults go first (enqueued when they are a grid point; when they are not, as llama-server's
+automatic slot count is no value of a grid, they still cost the first trial and can be the
+pick, and the sampler hears nothing of them), infeasible trials carry constraints, and
 configurations rejected before launch do not count toward the budget. With ``intensify``, a
 trial that looks better than the incumbent is measured again (counted toward the budget) before
 it can become the incumbent, and the incumbent is the configuration with the lowest mean of its
@@ -30,6 +32,9 @@ from pydantic import BaseModel, Field
 
 from tuner.study.policy import FAILED_COST, budget_spent, challenges, confirm, told_value
 from tuner.study.samplers import STARTUP_TRIALS, make_sampler
+
+OFF_GRID_DEFAULTS = ("defaults, off the grid",)
+"""The key of the defaults in a replay when they are no grid configuration."""
 
 GRID_ORDER = "grid"
 """Not a sampler of ``tune``: the grid's configurations one after another, in the order of its
@@ -166,10 +171,14 @@ def replay(table: MeasuredTable, sampler: str, *, seed: int, trials: int,
         optuna.samplers.RandomSampler(seed=seed) if in_order
         else make_sampler(sampler, seed=seed, trials=trials, startup=startup)))
     defaults = next((r for r in table.rows if r.defaults), None)
-    first = None
+    first: tuple[Any, ...] | None = None
+    off_grid: tuple[Any, ...] | None = None
     if defaults is not None and table.key(defaults.config) in rows:
         first = table.key(defaults.config)
         study.enqueue_trial(params_of(defaults.config, table.knobs, encoding))
+    elif defaults is not None:
+        off_grid = OFF_GRID_DEFAULTS
+        rows = {**rows, off_grid: defaults}
     if in_order:
         for values in itertools.product(*table.knobs.values()):
             if values != first:
@@ -197,6 +206,11 @@ def replay(table: MeasuredTable, sampler: str, *, seed: int, trials: int,
         out.picked.append(_pick(seen, rows))
         return best
 
+    if off_grid is not None and trials > 0:  # tune's trial 0, which no grid point is
+        launched += 1
+        if rows[off_grid].feasible:
+            seen[off_grid] = [measure(rows[off_grid])]
+        best_found = record(best_found, rows[off_grid])
     while not budget_spent(launched=launched, rejected=rejected, trials=trials):
         trial = study.ask()
         config = suggest_config(trial, table.knobs, encoding=encoding)

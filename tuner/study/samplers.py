@@ -3,8 +3,9 @@
 Every name maps to an Optuna sampler seeded by the study's seed. Infeasible trials (a
 configuration that failed to start or met no load within the SLOs) carry Optuna constraints
 (``trial.set_constraint``), which TPE and the GP sampler use natively; the others ignore them.
-CMA-ES is left out: the search spaces are mostly categorical and boolean knobs, which it does
-not model.
+CMA-ES (with margin, for integer knobs) models only the numeric knobs that every trial asks;
+categorical, boolean and conditional knobs are drawn at random beside it, so it applies where a
+space is mostly sizes.
 
 The default is TPE. The search-efficiency benchmark (experiments/search-efficiency) replayed
 every sampler against a measured vLLM table: asked as the study asks them (numeric knobs in
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import optuna
 
@@ -38,12 +39,29 @@ def _gp(seed: int, startup: int) -> optuna.samplers.BaseSampler:
     return optuna.samplers.GPSampler(seed=seed, n_startup_trials=startup)
 
 
+class _QuietCmaEs(optuna.samplers.CmaEsSampler):
+    """CMA-ES without its warning after every trial that the study's failure constraints are
+    not used: it ignores them, as random search and QMC do silently."""
+
+    def after_trial(self, study: optuna.Study, trial: optuna.trial.FrozenTrial,
+                    state: optuna.trial.TrialState, values: Sequence[float] | None) -> None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Constraints have been set", UserWarning)
+            super().after_trial(study, trial, state, values)
+
+
+def _cmaes(seed: int, startup: int) -> optuna.samplers.BaseSampler:
+    return _QuietCmaEs(seed=seed, n_startup_trials=startup, with_margin=True,
+                       warn_independent_sampling=False)
+
+
 SAMPLERS: dict[str, Callable[[int, int], optuna.samplers.BaseSampler]] = {
     "tpe": lambda seed, startup: _tpe(seed, startup, multivariate=False),
     "tpe-multivariate": lambda seed, startup: _tpe(seed, startup, multivariate=True),
     "gp": _gp,
     "random": lambda seed, startup: optuna.samplers.RandomSampler(seed=seed),
     "qmc": lambda seed, startup: optuna.samplers.QMCSampler(seed=seed, scramble=True),
+    "cmaes": _cmaes,
 }
 """Sampler names (``tune --sampler``) and how each is built from (seed, random trials before
 a model-based sampler models)."""
@@ -75,6 +93,6 @@ def make_sampler(name: str, *, seed: int, trials: int, startup: int = STARTUP_TR
     ``startup`` random ones (the benchmark replays other counts); a ConfigError names the
     known ones, or the missing torch."""
     build = SAMPLERS[check_runnable(name)]
-    with warnings.catch_warnings():  # group (multivariate TPE) and QMC are "experimental"
+    with warnings.catch_warnings():  # group (multivariate TPE), QMC, margin: "experimental"
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         return build(seed, min(startup, trials))

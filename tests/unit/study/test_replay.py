@@ -154,3 +154,16 @@ def test_every_encoding_replays_the_defaults_first_in_a_study_and_in_grid_order(
         assert run.found[0] == pytest.approx(1.5), encoding  # the defaults' grid point
         walked = replay(table(), GRID_ORDER, seed=0, trials=3, encoding=encoding)
         assert walked.found[0] == pytest.approx(1.5), encoding
+
+
+def test_defaults_off_the_grid_still_cost_the_first_trial_and_can_be_the_pick() -> None:
+    t = table()
+    defaults = next(r for r in t.rows if r.defaults)
+    defaults.config = {"batch": -1, "mode": "a"}  # "auto": no value of the grid
+    defaults.costs = [0.9, 0.9]                   # cheaper than every grid point
+    for sampler in ("tpe", GRID_ORDER):
+        run = replay(t, sampler, seed=0, trials=6)
+        assert len(run.found) == 6
+        assert run.found[0] == run.picked[0] == pytest.approx(0.9), sampler
+        assert run.picked[-1] == pytest.approx(0.9), sampler  # nothing on the grid beats them
+    assert replay(t, GRID_ORDER, seed=0, trials=4).found[1:] == [pytest.approx(0.9)] * 3

@@ -43,3 +43,14 @@ def test_gp_runs_where_torch_is_installed(monkeypatch: pytest.MonkeyPatch) -> No
 def test_an_unknown_sampler_is_bad_input_naming_the_known_ones() -> None:
     with pytest.raises(ConfigError, match="unknown sampler 'smac'; use one of: tpe, "):
         check_runnable("smac")
+
+
+def test_cmaes_models_the_numeric_knobs_and_draws_the_rest() -> None:
+    sampler = make_sampler("cmaes", seed=0, trials=12)
+    assert isinstance(sampler, optuna.samplers.CmaEsSampler)
+    study = optuna.create_study(sampler=sampler)
+    for _ in range(8):  # past its random start: a categorical beside two ints still runs
+        trial = study.ask()
+        x, y = trial.suggest_int("slots", 1, 16), trial.suggest_int("batch", 64, 512, log=True)
+        study.tell(trial, x + y / 64 + (trial.suggest_categorical("fa", [False, True]) or 0))
+    assert len(study.trials) == 8
