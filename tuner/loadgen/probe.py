@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -73,16 +73,27 @@ async def served_models(http: httpx.AsyncClient, url: str) -> list[str]:
                             "return a model list") from exc
 
 
-async def _try(http: httpx.AsyncClient, url: str, api: Api, body: dict[str, Any]
-               ) -> tuple[int, dict[str, Any] | None, str]:
-    """POST a streaming request; return (status, last usage, text)."""
+@dataclass(frozen=True)
+class ProbeReply:
+    """What a test request's stream showed: its status, its last usage, its text, and whether
+    every event that carried text carried usage too (continuous usage)."""
+
+    status: int
+    usage: dict[str, Any] | None
+    text: str
+    usage_in_every_event: bool = False
+
+
+async def _try(http: httpx.AsyncClient, url: str, api: Api, body: dict[str, Any]) -> ProbeReply:
+    """POST a streaming request and read what its stream shows."""
     path = "/v1/chat/completions" if api == "chat" else "/v1/completions"
     usage = None
     text = ""
+    texts = counted = 0
     async with http.stream("POST", f"{url}{path}", json=body) as resp:
         if resp.status_code != 200:
             await resp.aread()
-            return resp.status_code, None, resp.text[:200]
+            return ProbeReply(resp.status_code, None, resp.text[:200])
         async for line in resp.aiter_lines():
             if not line.startswith("data:") or line[5:].strip() == "[DONE]":
                 continue
@@ -92,8 +103,12 @@ async def _try(http: httpx.AsyncClient, url: str, api: Api, body: dict[str, Any]
                 raise EndpointError(f"{url} is not an OpenAI-compatible server: its stream is "
                                     "not JSON server-sent events") from exc
             usage = event.get("usage") or usage
-            text += "".join(chunk_text(c) for c in event.get("choices") or [])
-    return 200, usage, text
+            said = "".join(chunk_text(c) for c in event.get("choices") or [])
+            if said:
+                texts += 1
+                counted += bool(event.get("usage"))
+            text += said
+    return ProbeReply(200, usage, text, usage_in_every_event=texts > 0 and counted == texts)
 
 
 async def probe_endpoint(url: str, model: str, api: Api, prompt: str, prompt_tokens: int, *,
@@ -114,12 +129,16 @@ async def probe_endpoint(url: str, model: str, api: Api, prompt: str, prompt_tok
         for attempt in attempts:
             body = request_body(req, model=model, api=api, caps=attempt, temperature=0.0)
             try:
-                status, usage, text = await _try(http, url, api, body)
+                got = await _try(http, url, api, body)
             except httpx.HTTPError as exc:
                 raise EndpointError(f"{url} failed a test request ({type(exc).__name__}); is it "
                                     "an OpenAI-compatible server?") from exc
+            status, usage, text = got.status, got.usage, got.text
             if status == 200:
-                continuous = attempt.continuous_usage and usage is not None
+                # Continuous usage is usage in every event, not only in the last: a server that
+                # ignores the option and counts once at the end (llama-server) gets every event
+                # counted as a token, or all its tokens would land on the last read.
+                continuous = attempt.continuous_usage and got.usage_in_every_event
                 overhead = None
                 if api == "chat" and usage and "prompt_tokens" in usage:
                     overhead = int(usage["prompt_tokens"]) - prompt_tokens
