@@ -19,9 +19,10 @@ from tuner.core import EngineStartError
 from tuner.engines import broken_rules, load_engine_spec, load_model_info, render, rule_names
 from tuner.host import Hardware, find_program
 from tuner.launch import EngineHandle, LaunchRequest, ProcessLauncher, wait_ready
+from tuner.loadgen import RequestRecord, StreamClient, probe_endpoint
 from tuner.models import make_gguf_variants
 from tuner.study import load_search_space
-from tuner.workload import PromptSynth, load_tokenizer
+from tuner.workload import PlannedRequest, PromptSynth, load_tokenizer
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -130,3 +131,23 @@ def test_a_quantized_v_cache_without_flash_attention_is_refused_as_an_invalid_co
                   mode="process", values={"python": "p", "model": str(gguf_model),
                                           "served_name": SERVED, "host": "h", "port": "1"}).argv
     assert argv[argv.index("--flash-attn") + 1] == "off"
+
+
+async def test_usage_counted_once_at_the_end_gives_one_token_per_event(server: EngineHandle
+                                                                       ) -> None:
+    """llama-server accepts continuous_usage_stats and ignores it: usage comes once, in the
+    last event. The probe must not take that for usage in every event, or every token lands
+    on the last read and ITL gets a near-zero gap per token."""
+    caps = await probe_endpoint(server.base_url, SERVED, "completions", "Hello there", 3)
+    assert caps.stream_usage
+    assert not caps.continuous_usage
+    planned = PlannedRequest(0, "chat", None, 3, 12, "Hello there")
+    rec = RequestRecord(index=0, class_name="chat", prefix_group=None, input_tokens=3,
+                        planned_output_tokens=12, scheduled_ns=0)
+    async with StreamClient(server.base_url, model=SERVED, api="completions", caps=caps,
+                            pool_size=1, timeout_s=60) as client:
+        await client.send(planned, rec, 0)
+    assert rec.ok, rec.error
+    assert rec.output_tokens == 12  # the server's own count, from its last event
+    assert rec.chunk_tokens == [1] * 12
+    assert len(rec.itl_ns()) == 11
