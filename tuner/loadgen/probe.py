@@ -133,26 +133,25 @@ async def probe_endpoint(url: str, model: str, api: Api, prompt: str, prompt_tok
             except httpx.HTTPError as exc:
                 raise EndpointError(f"{url} failed a test request ({type(exc).__name__}); is it "
                                     "an OpenAI-compatible server?") from exc
-            status, usage, text = got.status, got.usage, got.text
-            if status == 200:
+            if got.status == 200:
                 # Continuous usage is usage in every event, not only in the last: a server that
                 # ignores the option and counts once at the end (llama-server) gets every event
                 # counted as a token, or all its tokens would land on the last read.
                 continuous = attempt.continuous_usage and got.usage_in_every_event
                 overhead = None
-                if api == "chat" and usage and "prompt_tokens" in usage:
-                    overhead = int(usage["prompt_tokens"]) - prompt_tokens
+                if api == "chat" and got.usage and "prompt_tokens" in got.usage:
+                    overhead = int(got.usage["prompt_tokens"]) - prompt_tokens
                 caps = replace(attempt, continuous_usage=continuous,
-                               stream_usage=attempt.stream_usage and usage is not None,
+                               stream_usage=attempt.stream_usage and got.usage is not None,
                                chat_template_tokens=overhead)
-                if not text and not usage:
+                if not got.text and not got.usage:
                     raise EndpointError(f"{url} is not an OpenAI-compatible server: a test "
                                         f"request to {api} streamed no text")
                 log.debug("endpoint %s accepts %s", url, caps)
                 return caps
-            if status == 404:
+            if got.status == 404:
                 raise EndpointError(f"{url} has no /v1/{'chat/' if api == 'chat' else ''}"
                                     f"completions route; set `api:` in the workload to one the "
                                     "server has")
-            last = f"HTTP {status}: {text}"
+            last = f"HTTP {got.status}: {got.text}"
         raise EndpointError(f"{url} refused every test request ({last})")
