@@ -1,5 +1,8 @@
-"""The GPU inventory on recorded tool output: nvidia-smi's CSV and NVML's answers for hosts
-this machine is not (8 mixed GPUs, [N/A] fields, MIG on, a GPU in error, a foreign job)."""
+"""The GPU inventory on written tool output: nvidia-smi's CSV and NVML's answers for hosts
+this machine is not. Real captures (test_nvidia_smi_captures.py) cover what they hold: a busy
+8-GPU host, a MIG GPU, the CSV query with units, the index order. The text here is written for
+what none of them holds: a host of mixed models with MIG on one GPU, [N/A] memory, a GPU fallen
+off the bus, the compute-apps query, and NVML itself."""
 
 from __future__ import annotations
 
@@ -155,6 +158,11 @@ class Memory:
     used: int
 
 
+@dataclass
+class PciInfo:
+    busId: str  # noqa: N815 - NVML's name
+
+
 class RecordedNvml:
     NVMLError = NVMLError
 
@@ -193,6 +201,14 @@ class RecordedNvml:
     def nvmlDeviceGetComputeRunningProcesses(self, h: int) -> list[Any]:  # noqa: N802
         return [object()] if h == 2 else []
 
+    def nvmlDeviceGetPciInfo(self, h: int) -> PciInfo:  # noqa: N802
+        return PciInfo(busId=["00000000:19:00.0", "", "00000000:3B:00.0"][h])
+
+    def nvmlDeviceGetMinorNumber(self, h: int) -> int:  # noqa: N802
+        if h == 2:
+            raise NVMLError("Not Supported")
+        return 3
+
 
 def test_nvml_is_read_with_unsupported_fields_and_a_lost_gpu() -> None:
     nvml = RecordedNvml()
@@ -200,6 +216,8 @@ def test_nvml_is_read_with_unsupported_fields_and_a_lost_gpu() -> None:
     assert [(g.index, g.name, g.memory_mib, g.mig, g.processes) for g in found.gpus] == [
         (0, "NVIDIA H100 80GB HBM3", 81559, False, 0), (2, "NVIDIA L4", 23034, False, 1)]
     assert found.gpus[0].uuid == "GPU-0a1b2c3d-0000-4000-8000-000000000000"
+    assert [(g.pci_bus_id, g.minor_number) for g in found.gpus] == [
+        ("00000000:19:00.0", 3), ("00000000:3B:00.0", None)]
     assert found.problems == ["GPU 1: GPU is lost"]
     assert busy(found.gpus[1]) == "1 compute process(es) on it"
     assert (nvml.inits, nvml.shutdowns) == (1, 1)

@@ -9,18 +9,8 @@ from tuner.host.disk_space import (
     what_filled,
     write_atomic,
 )
-from tuner.host.gpu_inventory import (
-    Gpu,
-    Inventory,
-    busy,
-    busy_now,
-    count_processes,
-    gpu_devices,
-    parse_nvidia_smi,
-    read_nvml,
-    usable,
-    visible,
-)
+from tuner.host.gpu import Gpu, Inventory
+from tuner.host.gpu_inventory import busy, busy_now, gpu_devices, read_nvml, usable, visible
 from tuner.host.hardware import (
     IDENTITY_FLAGS,
     Hardware,
@@ -32,6 +22,7 @@ from tuner.host.hardware import (
     running_on,
     split_cores,
 )
+from tuner.host.nvidia_smi import count_processes, parse_nvidia_smi, parse_nvidia_smi_xml
 from tuner.host.page_reporting import reporting_order, reporting_warning
 from tuner.host.programs import find_program, program_version
 
@@ -39,7 +30,7 @@ __all__ = [
     "Gpu", "Hardware", "IDENTITY_FLAGS", "Inventory", "atomic_open", "busy", "busy_now",
     "check_free", "count_processes", "cpu_identity", "cpu_list", "detect", "find_program",
     "gpu_devices", "no_space", "out_of_space", "parse_cpu_list", "parse_nvidia_smi",
-    "program_version", "read_nvml",
+    "parse_nvidia_smi_xml", "program_version", "read_nvml",
     "realtime_allowed", "reporting_order", "reporting_warning", "running_on", "split_cores",
     "stops_when_full", "usable", "visible", "what_filled", "write_atomic",
 ]

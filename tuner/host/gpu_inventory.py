@@ -1,7 +1,8 @@
-"""The GPUs this tuner may use: read through NVML (nvidia-ml-py) first, ``nvidia-smi`` second,
-narrowed to what the tuner was given (an inherited ``CUDA_VISIBLE_DEVICES``), without
-MIG-enabled GPUs, and with what each GPU already holds (memory in use, compute processes), so
-that the GPU pool leases no GPU that another job is using.
+"""The GPUs this tuner may use: read through NVML (nvidia-ml-py) first, ``nvidia-smi`` second
+(:mod:`tuner.host.nvidia_smi`), narrowed to what the tuner was given (an inherited
+``CUDA_VISIBLE_DEVICES``), without MIG-enabled GPUs, and with what each GPU already holds
+(memory in use, compute processes), so that the GPU pool leases no GPU that another job is
+using.
 
 Readers are pure functions of recorded tool output (or of an NVML module), so every path is
 tested without a GPU. Indices are the driver's (NVML's and nvidia-smi's), which follow the PCI
@@ -14,92 +15,17 @@ from __future__ import annotations
 import importlib
 import logging
 import shutil
-import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from tuner.core import ConfigError
+from tuner.host.gpu import Gpu, Inventory
+from tuner.host.nvidia_smi import read_nvidia_smi
 
 log = logging.getLogger(__name__)
-
-SMI_FIELDS = ("index", "uuid", "name", "memory.total", "memory.used", "mig.mode.current")
-NVIDIA_SMI_QUERY = ["nvidia-smi", f"--query-gpu={','.join(SMI_FIELDS)}",
-                    "--format=csv,noheader,nounits"]
-NVIDIA_SMI_APPS = ["nvidia-smi", "--query-compute-apps=gpu_uuid,pid",
-                   "--format=csv,noheader,nounits"]
-MISSING = {"", "n/a", "[n/a]", "[not supported]", "not supported", "[unknown error]",
-           "[insufficient permissions]", "[gpu is lost]"}
-"""How nvidia-smi writes a field it cannot read (``[N/A]`` with nounits, ``N/A`` without)."""
 BUSY_MEMORY_MIB = 1024
 """A GPU with more memory in use than this (and no process of ours on it) is another job's: an
 idle GPU holds a few hundred MiB at most (driver context, persistence mode)."""
-
-
-class Gpu(BaseModel):
-    index: int
-    name: str
-    memory_mib: int
-    """0 where the driver could not say."""
-    uuid: str
-    memory_used_mib: int | None = None
-    mig: bool = False
-    """MIG mode is on: CUDA sees only its slices (``MIG-...``), never the whole GPU."""
-    processes: int = 0
-    """Compute processes on it when it was read (those nvidia-smi can see from here)."""
-
-
-@dataclass
-class Inventory:
-    gpus: list[Gpu]
-    problems: list[str] = field(default_factory=list)
-    """What went wrong reading the GPUs (a GPU fallen off the bus, a failing tool)."""
-
-
-def _field(text: str) -> str | None:
-    text = text.strip()
-    return None if text.lower() in MISSING else text
-
-
-def _int(text: str | None) -> int | None:
-    try:
-        return None if text is None else int(float(text))
-    except ValueError:
-        return None
-
-
-def parse_nvidia_smi(text: str) -> Inventory:
-    """Parse ``NVIDIA_SMI_QUERY`` output (also the old four-field form ``index,name,memory,uuid``).
-    A field nvidia-smi cannot read (``[N/A]``) is tolerated; a line that is not a GPU (an
-    error such as "Unable to determine the device handle for GPU0000:41:00.0: Unknown Error",
-    printed for a GPU in error) becomes a problem."""
-    gpus: list[Gpu] = []
-    problems: list[str] = []
-    for line in text.strip().splitlines():
-        parts = [_field(p) for p in line.split(",")]
-        if len(parts) == 4:  # index, name, memory.total, uuid
-            parts = [parts[0], parts[3], parts[1], parts[2], None, None]
-        index = _int(parts[0]) if parts else None
-        if len(parts) != len(SMI_FIELDS) or index is None or not parts[1]:
-            if line.strip():
-                problems.append(line.strip())
-            continue
-        gpus.append(Gpu(index=index, uuid=parts[1] or "", name=parts[2] or "unknown GPU",
-                        memory_mib=_int(parts[3]) or 0, memory_used_mib=_int(parts[4]),
-                        mig=(parts[5] or "").lower() == "enabled"))
-    return Inventory(gpus, problems)
-
-
-def count_processes(gpus: list[Gpu], apps_csv: str) -> list[Gpu]:
-    """``gpus`` with the compute processes of ``nvidia-smi --query-compute-apps=gpu_uuid,pid``."""
-    per_uuid: dict[str, int] = {}
-    for line in apps_csv.strip().splitlines():
-        uuid = _field(line.split(",")[0])
-        if uuid:
-            per_uuid[uuid] = per_uuid.get(uuid, 0) + 1
-    return [g.model_copy(update={"processes": per_uuid.get(g.uuid, 0)}) for g in gpus]
 
 
 def read_nvml(nvml: Any) -> Inventory:
@@ -129,37 +55,19 @@ def _nvml_gpu(nvml: Any, index: int, handle: Any) -> Gpu:
 
     memory = optional("nvmlDeviceGetMemoryInfo")
     mig = optional("nvmlDeviceGetMigMode")
+    pci = optional("nvmlDeviceGetPciInfo")
     return Gpu(index=index, uuid=_text(nvml.nvmlDeviceGetUUID(handle)),
                name=_text(optional("nvmlDeviceGetName") or "unknown GPU"),
                memory_mib=memory.total // 2**20 if memory else 0,
                memory_used_mib=memory.used // 2**20 if memory else None,
                mig=bool(mig and mig[0]),
-               processes=len(optional("nvmlDeviceGetComputeRunningProcesses") or []))
+               processes=len(optional("nvmlDeviceGetComputeRunningProcesses") or []),
+               pci_bus_id=_text(pci.busId) if pci else None,
+               minor_number=optional("nvmlDeviceGetMinorNumber"))
 
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _run(argv: list[str]) -> tuple[int, str, str]:
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-    except (subprocess.SubprocessError, OSError) as exc:
-        return -1, "", str(exc)
-    return done.returncode, done.stdout, done.stderr
-
-
-def read_nvidia_smi() -> Inventory:
-    code, out, err = _run(NVIDIA_SMI_QUERY)
-    found = parse_nvidia_smi(out)
-    if code != 0:
-        # A non-zero exit with some GPUs listed: one GPU is in error, the others are usable.
-        detail = (err.strip() or out.strip()).splitlines()
-        found.problems.append(f"nvidia-smi exited {code}" + (f": {detail[-1]}" if detail else ""))
-    code, apps, _ = _run(NVIDIA_SMI_APPS)
-    if code == 0:
-        found.gpus = count_processes(found.gpus, apps)
-    return found
 
 
 def read_gpus() -> Inventory | None:

@@ -17,7 +17,8 @@ from typing import Literal
 import psutil
 from pydantic import BaseModel
 
-from tuner.host.gpu_inventory import Gpu, gpu_devices, read_gpus, usable
+from tuner.host.gpu import Gpu
+from tuner.host.gpu_inventory import gpu_devices, read_gpus, usable
 from tuner.host.page_reporting import reporting_order
 
 log = logging.getLogger(__name__)
