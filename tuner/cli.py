@@ -227,6 +227,9 @@ def tune(
 
 
 Study = Annotated[str, typer.Option("--study", help="the study's name in the storage")]
+SharedTracking = Annotated[str | None, typer.Option(
+    "--tracking-uri", "--tracking", help="the study's MLflow tracking server (its host and "
+    "summary); default: the one the study recorded, when it is a server")]
 Storage = Annotated[str, typer.Option(
     help="the study's Optuna storage URL, e.g. postgresql://user:pw@db:5432/tuner")]
 
@@ -433,20 +436,57 @@ def measure(
 
 @app.command(help=cli_help.REPORT)
 def report(
-    folder: Annotated[Path, typer.Option(
-        "--dir", help="a folder `tune compare` wrote, or a study's folder (tune-runs/<study>)")],
+    folder: Annotated[Path | None, typer.Option(
+        "--dir", help="a folder `tune compare` wrote, or a study's folder (tune-runs/<study>)")
+                      ] = None,
+    storage: Annotated[str | None, typer.Option(
+        help="a shared study's Optuna storage URL (with --study), read from any machine")
+                       ] = None,
+    study: Annotated[str | None, typer.Option(
+        "--study", help="the shared study's name in --storage")] = None,
+    tracking_uri: SharedTracking = None,
+    out: Annotated[Path, typer.Option(help="with --storage: write the report's files under "
+                                      "OUT/<study>/")] = Path("tune-runs"),
     debug: Debug = False,
 ) -> None:
     """Rebuild a comparison's report, or show a study's trade-offs (cost vs p95 TTFT/ITL)."""
-    from tuner.commands.report import report_command
+    from tuner.commands.report import report_command, shared_report_command
 
-    start(debug)
-    run_cli(lambda: report_command(folder, out_console), debug)
+    settings = start(debug)
+
+    def go() -> None:
+        from tuner.core import ConfigError
+
+        if storage is not None or study is not None:
+            name, url = shared_source(storage, study, folder)
+            shared_report_command(name, url, tracking_uri or settings.tracking_uri, out,
+                                  out_console)
+        elif folder is None:
+            raise ConfigError("give --dir FOLDER (a folder tune or tune compare wrote), or "
+                              "--storage URL --study NAME (a shared study)")
+        else:
+            report_command(folder, out_console)
+
+    run_cli(go, debug)
+
+
+def shared_source(storage: str | None, study: str | None, folder: Path | None
+                  ) -> tuple[str, str]:
+    """A shared study's name and storage URL, both given (and no --dir beside them)."""
+    from tuner.core import ConfigError
+
+    if folder is not None:
+        raise ConfigError("--dir and --storage both name the study: give one of them")
+    if storage is None or study is None:
+        raise ConfigError("--storage and --study go together: give the storage URL and the "
+                          "study's name in it")
+    return study, storage
 
 
 @app.command(help=cli_help.EXPORT)
 def export(
-    study: Annotated[Path, typer.Option("--study", help="the study's folder (tune-runs/<study>)")],
+    study: Annotated[str, typer.Option("--study", help="the study's folder (tune-runs/<study>), "
+                                       "or with --storage its name there")],
     fmt: Annotated[str, typer.Option(
         "--format", help="command, docker, k8s (Deployment + Service), helm (vLLM production "
         "stack values) or kserve (ServingRuntime + InferenceService)")],
@@ -470,6 +510,9 @@ def export(
     host_network: Annotated[bool, typer.Option(
         "--host-network", help="docker: share the host's network (--network host) instead of "
         "publishing the port, for a daemon with no bridge network")] = False,
+    storage: Annotated[str | None, typer.Option(
+        help="a shared study's Optuna storage URL: --study is its name there")] = None,
+    tracking_uri: SharedTracking = None,
     debug: Debug = False,
 ) -> None:
     """Write a study's chosen configuration as what you deploy (checked before it is written)."""
@@ -478,8 +521,15 @@ def export(
     def go() -> None:
         from tuner.commands.export import export_command
         from tuner.deploy import Sizing
+        from tuner.study.results import StudyFolder
 
-        text = export_command(study, fmt, pick=pick, image=image, name=name, port=port,
+        source: Path | StudyFolder = Path(study)
+        if storage is not None:
+            from tuner.commands.shared_results import shared_study
+
+            source = shared_study(study, storage, tracking_uri or settings.tracking_uri,
+                                  Path("tune-runs"), err)
+        text = export_command(source, fmt, pick=pick, image=image, name=name, port=port,
                               sizing=Sizing(cpu=cpu, memory=memory, model_pvc=model_pvc),
                               settings=settings, trial=trial, host_network=host_network)
         if out is None:

@@ -93,20 +93,23 @@ REPORT = """Rebuild a comparison's report, or show a study's trade-offs (cost vs
 Examples:
   tune report --dir tune-runs/compare-w
   tune report --dir tune-runs/vllm-w
+  tune report --storage postgresql://tuner@db:5432/tuner --study vllm-w
 
-Inputs: a folder tune compare wrote (its inputs.json and studies), or a study's folder.
+Inputs: a folder tune compare wrote (its inputs.json and studies), a study's folder, or a
+shared study's storage (and its MLflow server, --tracking-uri).
 Outputs: the comparison's report files again, or the study's Pareto front and
 plots/pareto.png. Runs nothing."""
 
 EXPORT = """Write a study's chosen configuration as what you deploy (checked before it is written).
 
 \b
-Example:
+Examples:
   tune export --study tune-runs/vllm-w --format k8s --pick cheapest --out deploy.yaml
+  tune export --storage postgresql://tuner@db:5432/tuner --study vllm-w --format docker
 
-Inputs: a study's folder, a format and optionally a point of its Pareto front. Outputs: the
-engine command line, a docker run line, Kubernetes objects, Helm values or KServe resources,
-on standard output or in --out."""
+Inputs: a study's folder (or a shared study's name in --storage), a format and optionally a
+point of its Pareto front. Outputs: the engine command line, a docker run line, Kubernetes
+objects, Helm values or KServe resources, on standard output or in --out."""
 
 CLEANUP = """Remove engines (processes and containers) that a killed tuner left behind; only ours.
 

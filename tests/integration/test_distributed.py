@@ -5,11 +5,13 @@ The engines are the unit tests' fake (tests/integration/fake_tune.py, fake_engin
 what is proven here is the sharing of the study, not any engine. The study's budget is
 global, the defaults and each enqueued configuration run once, no trial runs twice, every
 trial is a nested run of the study's one MLflow parent; a worker killed mid-trial loses
-nothing: its trial is failed by its heartbeat and run again by another worker. The
+nothing: its trial is failed by its heartbeat and run again by another worker, and ``tune
+report --storage`` on a machine that ran nothing shows every trial once, the killed one marked. The
 re-measurement is shared too: its fresh starts are units that both workers take, each once, a
 killed worker's unit is run again by another, both end with the same summary, the MLflow
 parent gets it once, and ``tune status`` shows it from an empty folder. The last test runs two
-workers of a real llama.cpp study."""
+workers of a real llama.cpp study, then reads it from a third folder: ``tune status``, and
+``tune report`` and ``tune export`` from PostgreSQL and the MLflow server alone."""
 
 from __future__ import annotations
 
@@ -184,6 +186,21 @@ def test_a_killed_worker_loses_nothing(postgres: Postgres, mlflow_server: str,
     assert retried[0].user_attrs[WORKER] != states[lost.number].user_attrs[WORKER]
     assert len(launched(study)) == trials  # the promised number of completed trials
     assert not study.get_trials(states=(TrialState.RUNNING, TrialState.WAITING))
+
+    # From a machine that ran nothing: every trial once, the killed one marked.
+    elsewhere = tmp_path / "host-d"
+    elsewhere.mkdir()
+    report = subprocess.run([sys.executable, "-m", "tuner", "report", "--storage", storage,
+                             "--study", "kill", "--tracking-uri", mlflow_server],
+                            capture_output=True, text=True, timeout=120, cwd=elsewhere)
+    assert report.returncode == 0, report.stderr
+    assert f"trials whose worker died: {lost.number} (shown as interrupted)" in report.stdout
+    rows = [r.split(",") for r in
+            (elsewhere / "tune-runs" / "kill" / "trials.csv").read_text().splitlines()[1:]]
+    finished = [t.number for t in states.values() if t.state in (TrialState.COMPLETE,
+                                                                 TrialState.FAIL)]
+    assert sorted(int(r[0]) for r in rows) == sorted(finished)  # each once
+    assert [r[2] for r in rows if int(r[0]) == lost.number] == ["interrupted"]
 
 
 def test_joining_a_study_that_does_not_exist_is_bad_input(postgres: Postgres,
@@ -368,3 +385,22 @@ def test_two_llamacpp_workers_run_one_study(postgres: Postgres, mlflow_server: s
     assert "trials: 3 of 3 done, 0 running" in status.stdout
     assert "fresh starts done, 0 running, 0 queued" in status.stdout
     assert "re-measured best: trial" in status.stdout
+
+    # The same study's report and export from the third folder: the storage (PostgreSQL)
+    # and the MLflow server alone, no run folder.
+    report = subprocess.run([sys.executable, "-m", "tuner", "report", "--storage", storage,
+                             "--study", "llama", "--tracking-uri", mlflow_server],
+                            capture_output=True, text=True, timeout=120, cwd=empty)
+    assert report.returncode == 0, report.stderr
+    assert "storage alone" not in report.stdout  # the summary came from MLflow
+    table = (empty / "tune-runs" / "llama" / "trials.csv").read_text().splitlines()
+    assert len(table) - 1 == len(study.get_trials(states=(TrialState.COMPLETE,)))
+    winner = summaries[0]["best_trial"]
+    exported = subprocess.run([sys.executable, "-m", "tuner", "export", "--storage", storage,
+                               "--study", "llama", "--tracking-uri", mlflow_server,
+                               "--format", "command"],
+                              capture_output=True, text=True, timeout=120, cwd=empty)
+    assert exported.returncode == 0, exported.stderr
+    if winner is not None:  # the re-measured winner, as the workers' summary chose it
+        assert f"trial {winner['number']} " in exported.stdout
+    assert "llama-server" in exported.stdout

@@ -123,6 +123,21 @@ def test_report_on_a_folder_that_does_not_exist(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_shared_study_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
+    half, both, down, no_db = tune_all(
+        ["report", "--storage", "sqlite:///x.db"],
+        ["report", "--dir", str(tmp_path), "--storage", "sqlite:///x.db", "--study", "s"],
+        ["report", "--storage", "postgresql://tuner:pw@127.0.0.1:1/tuner", "--study", "s"],
+        ["export", "--storage", f"sqlite:///{tmp_path / 'none.db'}", "--study", "s",
+         "--format", "command"])
+    one_line_error(half, 2, "--storage and --study go together")
+    one_line_error(both, 2, "--dir and --storage both name the study: give one of them")
+    one_line_error(down, 2, "--storage postgresql://tuner:***@127.0.0.1:1/tuner: "
+                   "cannot reach it")
+    one_line_error(no_db, 2, f"no such file {tmp_path / 'none.db'}")
+
+
+@pytest.mark.slow
 def test_the_recorded_comparison_is_rebuilt_by_tune_report(tmp_path: Path) -> None:
     """experiments/compare-cpu/results ships what `tune report` needs (its inputs and the
     studies' trials): rebuilt in a copy, the verdict is the recorded one."""

@@ -1,4 +1,5 @@
-"""``tune export --study DIR --format F``: a study's chosen configuration as what people deploy.
+"""``tune export --study DIR --format F``: a study's chosen configuration as what people deploy
+(or ``--storage URL --study NAME``: a shared study, read from its storage and tracking server).
 
 The configuration is the study's winner (the re-measured one, or the cheapest trial), a
 point of its Pareto front (``--pick cheapest|fastest|ttft_p95_ms<=X``), or one of this host's
@@ -68,16 +69,17 @@ def chosen_of(folder: StudyFolder, picked: TradeOff | TrialResult, *, image: str
                   figures=figures, hardware=hardware, sizing=sizing)
 
 
-def export_command(study_dir: Path, fmt: str, *, pick: str | None, image: str | None,
+def export_command(study: Path | StudyFolder, fmt: str, *, pick: str | None, image: str | None,
                    name: str | None, port: int, sizing: Sizing, settings: Settings,
                    trial: int | None = None, host_network: bool = False) -> str:
-    """The exported file's text (written by the caller)."""
+    """The exported file's text (written by the caller), of the study folder at ``study`` or of
+    a study read from its shared storage (``tuner.commands.shared_results``)."""
     form = export_format(fmt)
     if not 1 <= port <= 65535:
         raise ConfigError(f"--port {port}: give a port from 1 to 65535")
-    folder = read_study_folder(study_dir)
+    folder = study if isinstance(study, StudyFolder) else read_study_folder(study)
     chosen = chosen_of(folder, target(folder, pick, trial), image=image, name=name, port=port,
                        sizing=sizing)
     return form.render(chosen, Where(cache_root=settings.cache_dir,
-                                     options_dir=study_dir / "export",
+                                     options_dir=folder.path / "export",
                                      host_network=host_network))
