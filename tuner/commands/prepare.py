@@ -121,7 +121,7 @@ def make_launcher(cfg: StudyConfig, settings: Settings) -> Launcher:
     if cfg.launcher == "docker":
         return DockerLauncher(tag=cfg.image_tag, image=cfg.image, network=cfg.network,
                               settings=settings)
-    return ProcessLauncher(cache_root=settings.cache_dir)
+    return ProcessLauncher(cache_root=settings.cache_dir, memory_gib=settings.engine_memory_gib)
 
 
 def real_engines(cfg: StudyConfig, settings: Settings) -> tuple[Launcher, Measurer | None]:

@@ -32,6 +32,11 @@ class Settings(BaseSettings):
     pin_cores: bool = Field(
         default=True, description="on CPU hosts, run the engine and the load generator on "
         "disjoint cores (TUNER_PIN_CORES=0: share them all)")
+    engine_memory_gib: float | None = Field(
+        default=None, gt=0, description="process engines: each engine's address space is "
+        "limited to this (RLIMIT_AS), so a configuration that asks for more memory fails as an "
+        "OOM in its own process, never pressing on the host; address space, not resident "
+        "memory: give vLLM, whose address space far exceeds what it touches, a generous one")
     cache_dir: Path = Field(
         default=Path.home() / ".cache" / "tuner",
         description="compile and model caches shared by trials",

@@ -12,6 +12,7 @@ import ctypes
 import dataclasses
 import logging
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -83,12 +84,16 @@ def engine_env(base: Mapping[str, str], rendered: Rendered, devices: list[str],
     return env
 
 
-def _child_setup(cpus: set[int], nice: int) -> Callable[[], None]:
+def _child_setup(cpus: set[int], nice: int, address_space: int | None = None
+                 ) -> Callable[[], None]:
     """Before exec: die with the tuner, run on ``cpus`` (the engine's own cores, or every core
     of the host: the tuner's load generator may be pinned, and a child inherits that), at
-    ``nice`` (see ``ENGINE_NICE``)."""
+    ``nice`` (see ``ENGINE_NICE``), with at most ``address_space`` bytes of address space
+    (``RLIMIT_AS``; None: the tuner's own limit)."""
     def setup() -> None:  # pragma: no cover - runs in the child before exec
         _die_with_parent()
+        if address_space is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, cpus)
         with contextlib.suppress(OSError):  # the load generator's real-time priority is its own
@@ -184,9 +189,14 @@ class ProcessLauncher:
     name = "process"
 
     def __init__(self, host: str = "127.0.0.1", python: str = sys.executable,
-                 cache_root: Path | None = None) -> None:
+                 cache_root: Path | None = None, memory_gib: float | None = None) -> None:
         self.host = host
         self.python = python
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]  # a child may not raise its own
+        self.address_space = None if memory_gib is None else int(
+            memory_gib * 2**30 if hard == resource.RLIM_INFINITY else min(memory_gib * 2**30,
+                                                                        hard))
+        """Each engine's address-space limit (``Settings.engine_memory_gib``)."""
         self.cache_root = cache_root
         """Where per-lease caches go on a GPU host (``Settings.cache_dir``); None: the engine's
         own default folders."""
@@ -222,7 +232,8 @@ class ProcessLauncher:
                                         start_new_session=True, preexec_fn=_child_setup(
                                             parse_cpu_list(rendered.cpus) if rendered.cpus
                                             else self.host_cpus,
-                                            ENGINE_NICE if request.cpus else 0))
+                                            ENGINE_NICE if request.cpus else 0,
+                                            self.address_space))
             except OSError as exc:
                 raise EngineStartError(f"cannot run {rendered.argv[0]}: {exc.strerror}",
                                        outcome="invalid_config", exit_code=None,

@@ -91,3 +91,25 @@ def test_the_ephemeral_range_is_read_from_the_kernel(tmp_path: Path) -> None:
     (tmp_path / "range").write_text("40000\t60999\n")
     assert ephemeral_range(tmp_path / "range") == (40000, 60999)
     assert ephemeral_range(tmp_path / "missing") == (32768, 60999)
+
+
+def test_an_engine_memory_limit_caps_the_engines_address_space_alone() -> None:
+    """TUNER_ENGINE_MEMORY_GIB: RLIMIT_AS set in the engine before exec, not in the tuner
+    (the real-engine OOM is tests/integration/test_faults_llamacpp.py)."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    from tuner.launch.process import _child_setup
+
+    mine = resource.getrlimit(resource.RLIMIT_AS)
+    limit = ProcessLauncher(memory_gib=1.5).address_space
+    assert limit == int(1.5 * 2**30)
+    assert ProcessLauncher().address_space is None
+    seen = subprocess.run(
+        [sys.executable, "-c", "import resource; print(resource.getrlimit(resource.RLIMIT_AS))"],
+        preexec_fn=_child_setup(os.sched_getaffinity(0), 0, limit), capture_output=True,
+        text=True, check=True).stdout
+    assert seen.strip() == f"({limit}, {limit})"
+    assert resource.getrlimit(resource.RLIMIT_AS) == mine
