@@ -329,10 +329,13 @@ def test_a_worker_killed_mid_re_measurement_loses_nothing(
 @pytest.mark.slow
 def test_two_llamacpp_workers_run_one_study(postgres: Postgres, mlflow_server: str,
                                             gguf_model: Path, tmp_path: Path) -> None:
-    """Real engines: two llama.cpp workers on one study (each its own folder, as on two
-    hosts), through PostgreSQL and the MLflow server; status from a third folder."""
+    """Real engines: llama.cpp workers on one study (each its own folder, as on separate
+    hosts), through PostgreSQL and the MLflow server. One worker is killed (SIGKILL) while
+    its engine serves a trial: its heartbeat stops, the trial is failed and run again by a
+    worker that lives; nothing is lost (storage, MLflow and the report agree). Then, from a
+    folder that ran nothing: status, report and export."""
     storage = postgres.create_database("optuna_llama")
-    real = {**os.environ, "TUNER_PIN_CORES": "0"}  # two hosts' worth of processes on one
+    real = {**os.environ, "TUNER_PIN_CORES": "0"}  # three hosts' worth of processes on one
 
     def run(cmd: list[str], folder: Path) -> subprocess.Popen[str]:
         folder.mkdir(parents=True, exist_ok=True)
@@ -342,30 +345,51 @@ def test_two_llamacpp_workers_run_one_study(postgres: Postgres, mlflow_server: s
 
     first = run([sys.executable, "-m", "tuner", "--engine", "llamacpp",
                  "--workload", str(DATA / "workload-llamacpp-ci.yaml"),
-                 "--model", str(gguf_model), "--trials", "3", "--remeasure-top", "1",
+                 "--model", str(gguf_model), "--trials", "4", "--remeasure-top", "1",
                  "--repeats", "1", "--enqueue", str(DATA / "enqueue-llamacpp.yaml"),
-                 "--storage", storage, "--tracking-uri", mlflow_server,
+                 "--storage", storage, "--tracking-uri", mlflow_server, "--heartbeat", "2",
                  "--study-name", "llama", "--seed", "1", "--out", str(tmp_path / "host-a")],
                 tmp_path / "host-a")
-    wait_ready("llama", storage, timeout=300)
-    second = run(worker("llama", storage, tmp_path / "host-b"), tmp_path / "host-b")
-    finish(first, tmp_path / "host-a", timeout=1500)
-    finish(second, tmp_path / "host-b", timeout=600)
+    study = wait_ready("llama", storage, timeout=300)
+    victim = run(worker("llama", storage, tmp_path / "host-b"), tmp_path / "host-b")
 
-    study = optuna.load_study(study_name="llama", storage=driver_url(storage))
-    assert len(launched(study)) == 3
+    def victims_trial() -> FrozenTrial | None:
+        return next((t for t in study.get_trials(states=(TrialState.RUNNING,))
+                     if str(t.user_attrs.get(WORKER, "")).endswith(f":{victim.pid}")), None)
+
+    deadline = time.monotonic() + 300
+    while True:  # the victim's trial still running 3 s on: its engine started, serving
+        assert victim.poll() is None, (tmp_path / "host-b" / "err.txt").read_text()[-2000:]
+        assert time.monotonic() < deadline, "the victim never ran a trial"
+        seen = victims_trial()
+        time.sleep(3)
+        lost = victims_trial()
+        if seen is not None and lost is not None and lost.number == seen.number:
+            break
+    victim.send_signal(signal.SIGKILL)  # its engine dies with it (PR_SET_PDEATHSIG)
+    victim.wait()
+    survivor = run(worker("llama", storage, tmp_path / "host-c"), tmp_path / "host-c")
+    finish(first, tmp_path / "host-a", timeout=1500)
+    finish(survivor, tmp_path / "host-c", timeout=600)
+
+    states = {t.number: t for t in study.get_trials()}
+    assert states[lost.number].state == TrialState.FAIL  # failed by its heartbeat
+    retried = [t for t in states.values() if t.state == TrialState.COMPLETE
+               and t.system_attrs.get("failed_trial") == lost.number]
+    assert len(retried) == 1
+    assert retried[0].user_attrs[WORKER] != states[lost.number].user_attrs[WORKER]
+    assert len(launched(study)) == 4
+    assert not study.get_trials(states=(TrialState.RUNNING, TrialState.WAITING))
     round_ = round_of("llama", storage)
     assert round_ is not None
-    # the defaults and the best (fewer when two engines on one small host miss the SLOs)
+    # the defaults and the best (fewer when engines on one small host miss the SLOs)
     assert 1 <= len(done_units(round_)) == len(units(round_)) <= 2
-    ran = {t.user_attrs[WORKER] for t in [*launched(study), *units(round_)]}
-    assert len(ran) == 2, "one worker ran everything"
     summaries = [json.loads((tmp_path / h / "llama" / "summary.json").read_text())
-                 for h in ("host-a", "host-b")]
+                 for h in ("host-a", "host-c")]
     assert summaries[0]["remeasure"]["candidates"] == summaries[1]["remeasure"]["candidates"]
     assert summaries[0]["engine"] == "llamacpp"
     assert summaries[0]["defaults_trial"]["defaults"] is True
-    ran_here = [json.loads(p.read_text()) for h in ("host-a", "host-b")
+    ran_here = [json.loads(p.read_text()) for h in ("host-a", "host-c")
                 for p in (tmp_path / h / "llama" / "trials").glob("*.json")]
     variants = {t["config"].get("quantization") for t in ran_here
                 if not t["rejected_before_launch"] and not t["defaults"]}
@@ -376,31 +400,42 @@ def test_two_llamacpp_workers_run_one_study(postgres: Postgres, mlflow_server: s
     for m in summaries[0]["remeasure"]["candidates"]:
         assert m["cost"] is None or m["cost"]["low"] <= m["cost"]["value"] <= m["cost"]["high"]
 
-    empty = tmp_path / "host-c"
+    empty = tmp_path / "host-d"
     empty.mkdir()
-    status = subprocess.run([sys.executable, "-m", "tuner", "status", "--study", "llama",
-                             "--storage", storage], capture_output=True, text=True,
-                            timeout=120, cwd=empty)
-    assert status.returncode == 0, status.stderr
-    assert "trials: 3 of 3 done, 0 running" in status.stdout
+
+    def tune_here(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([sys.executable, "-m", "tuner", *args], capture_output=True,
+                              text=True, timeout=120, cwd=empty)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    status = tune_here("status", "--study", "llama", "--storage", storage)
+    assert "trials: 4 of 4 done, 0 running" in status.stdout
     assert "fresh starts done, 0 running, 0 queued" in status.stdout
     assert "re-measured best: trial" in status.stdout
 
-    # The same study's report and export from the third folder: the storage (PostgreSQL)
-    # and the MLflow server alone, no run folder.
-    report = subprocess.run([sys.executable, "-m", "tuner", "report", "--storage", storage,
-                             "--study", "llama", "--tracking-uri", mlflow_server],
-                            capture_output=True, text=True, timeout=120, cwd=empty)
-    assert report.returncode == 0, report.stderr
+    # Report and export from the storage (PostgreSQL) and the MLflow server alone.
+    report = tune_here("report", "--storage", storage, "--study", "llama",
+                       "--tracking-uri", mlflow_server)
     assert "storage alone" not in report.stdout  # the summary came from MLflow
-    table = (empty / "tune-runs" / "llama" / "trials.csv").read_text().splitlines()
-    assert len(table) - 1 == len(study.get_trials(states=(TrialState.COMPLETE,)))
+    assert f"trials whose worker died: {lost.number} (shown as interrupted)" in report.stdout
+    rows = [r.split(",") for r in
+            (empty / "tune-runs" / "llama" / "trials.csv").read_text().splitlines()[1:]]
+    complete = sorted(t.number for t in states.values() if t.state == TrialState.COMPLETE)
+    assert sorted(int(r[0]) for r in rows) == sorted([*complete, lost.number])  # each once
+    assert [r[2] for r in rows if int(r[0]) == lost.number] == ["interrupted"]
+    client = MlflowClient(mlflow_server)
+    (parent,) = client.search_runs(
+        [client.get_experiment_by_name("llama").experiment_id],
+        filter_string="tags.`tuner.role` = 'study'")
+    logged = client.search_runs(
+        [parent.info.experiment_id], max_results=1000,
+        filter_string=f"tags.`tuner.role` = 'trial' and "
+                      f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    assert sorted(int(r.data.tags["tuner.trial"]) for r in logged) == complete
     winner = summaries[0]["best_trial"]
-    exported = subprocess.run([sys.executable, "-m", "tuner", "export", "--storage", storage,
-                               "--study", "llama", "--tracking-uri", mlflow_server,
-                               "--format", "command"],
-                              capture_output=True, text=True, timeout=120, cwd=empty)
-    assert exported.returncode == 0, exported.stderr
+    exported = tune_here("export", "--storage", storage, "--study", "llama",
+                         "--tracking-uri", mlflow_server, "--format", "command")
     if winner is not None:  # the re-measured winner, as the workers' summary chose it
         assert f"trial {winner['number']} " in exported.stdout
     assert "llama-server" in exported.stdout
