@@ -1,25 +1,24 @@
-"""A finished study reviewed in MLflow's own UI, in a real browser: ``mlflow ui`` on the
-study's store, its runs page loaded in headless Chromium (Debian's package, driven by
-Selenium through Debian's chromedriver), where the study's view lists every trial, named by
-number, outcome and cost, with its cost in the table.
-
-The study is a real ``tune`` run on the unit tests' fake engine (tests/integration/fake_tune.py,
-as in test_distributed.py): what is proven is what MLflow shows of a study, not any engine."""
+"""A finished study reviewed in MLflow's own UI, in a real browser: a two-trial study of the
+real llama-server, tracked on a real ``mlflow server``; the page the end of ``tune`` prints,
+loaded in headless Chromium (Debian's package, driven by Selenium through Debian's
+chromedriver), lists every trial with its cost, capacity and SLO figures and its outcome in the
+study's saved view; the plain experiment page lists every trial by name (number, outcome,
+cost) on MLflow's own columns. Screenshots: experiments/ui/ (TUNER_UI_SCREENSHOTS=experiments/ui
+when the test runs)."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
+from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
@@ -27,8 +26,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.unit.fakes.model import fake_model
-from tuner.launch import free_port
+from tests.integration.conftest import MlflowServer
 from tuner.tracking import KIND_TAG, MODEL_TRAINING, VIEW_TAG, runs_page
 
 pytestmark = pytest.mark.integration
@@ -46,55 +44,35 @@ def tool(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A finished study of five trials on the fake engine; its MLflow store's URI."""
-    out = tmp_path_factory.mktemp("study")
-    model = fake_model(out / "model")
-    uri = f"sqlite:///{out / 'mlflow.db'}"
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.integration.fake_tune", "make", "--engine", "vllm",
-         "--workload", str(DATA / "workload-ci.yaml"),
-         "--search-space", str(DATA / "space-ci.yaml"), "--model", str(model),
-         "--trials", "5", "--remeasure-top", "0", "--study-name", STUDY,
-         "--out", str(out), "--tracking-uri", uri, "--seed", "2"],
-        env={**os.environ, "TUNER_FAKE_TRIAL_S": "0.2", "TUNER_PIN_CORES": "0",
-             "PYTHONPATH": str(REPO)},
-        capture_output=True, text=True, timeout=600, cwd=out)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "#/experiments/" in done.stdout  # the end of tune says where its trials are shown
-    return uri
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
+    """A real ``mlflow server`` (a SQLite store, its artifacts served), as a team runs one."""
+    folder = tmp_path_factory.mktemp("mlflow")
+    found = MlflowServer(f"sqlite:///{folder / 'store.db'}", folder)
+    found.start()
+    try:
+        yield found
+    finally:
+        found.stop()
 
 
 @pytest.fixture(scope="module")
-def ui(store: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``mlflow ui`` on the study's store, on a free port of 127.0.0.1; its address."""
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("ui") / "ui.log"
-    with log_path.open("w") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", store,
-             "--host", "127.0.0.1", "--port", str(port)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("mlflow ui did not start: " + log_path.read_text()[-2000:])
-            time.sleep(1)
-        yield url
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+def study(server: MlflowServer, gguf_model: Path, tmp_path_factory: pytest.TempPathFactory
+          ) -> str:
+    """A finished two-trial study of the real llama-server, tracked on that server; the page
+    the end of ``tune`` names."""
+    out = tmp_path_factory.mktemp("study")
+    done = subprocess.run(
+        [sys.executable, "-m", "tuner", "--engine", "llamacpp",
+         "--workload", str(DATA / "workload-llamacpp-ci.yaml"), "--model", str(gguf_model),
+         "--trials", "2", "--remeasure-top", "0", "--study-name", STUDY,
+         "--out", str(out), "--tracking-uri", server.url, "--seed", "2"],
+        env={**os.environ, "TUNER_PIN_CORES": "0"}, capture_output=True, text=True,
+        timeout=900, cwd=out)
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = re.search(r"trials in MLflow: (\S+)", done.stdout)
+    assert printed is not None, done.stdout[-2000:]
+    assert printed.group(1).startswith(f"{server.url}/#/experiments/")
+    return printed.group(1)
 
 
 @pytest.fixture(scope="module")
@@ -116,26 +94,43 @@ def cells(driver: webdriver.Chrome, col_id: str) -> list[str]:
             if e.text.strip()]
 
 
-def test_the_runs_page_lists_every_trial_with_its_cost(store: str, ui: str,
-                                                       browser: webdriver.Chrome) -> None:
-    client = MlflowClient(tracking_uri=store)
+def shots(tmp_path: Path) -> Path:
+    """Where screenshots go: TUNER_UI_SCREENSHOTS (experiments/ui/ keeps the committed ones),
+    else the test's own folder."""
+    return Path(os.environ.get("TUNER_UI_SCREENSHOTS") or tmp_path)
+
+
+def trial_runs(server: MlflowServer) -> tuple[str, list[Run]]:
+    client = MlflowClient(tracking_uri=server.url)
     exp = client.get_experiment_by_name(STUDY)
     assert exp is not None
     assert exp.tags[KIND_TAG] == MODEL_TRAINING
     assert VIEW_TAG in exp.tags
-    trials = client.search_runs([exp.experiment_id], "tags.`tuner.role` = 'trial'")
-    assert len(trials) >= 5
-    costs = {r.info.run_name: r.data.metrics["cost_per_m_output_tokens"] for r in trials
-             if "cost_per_m_output_tokens" in r.data.metrics}
-    assert costs
+    return exp.experiment_id, client.search_runs([exp.experiment_id],
+                                                 "tags.`tuner.role` = 'trial'")
 
-    browser.get(f"{ui}/{runs_page(exp.experiment_id)}")
+
+def wait_listed(browser: webdriver.Chrome, runs: list[Run]) -> None:
     body = browser.find_element(By.TAG_NAME, "body")
     try:
         WebDriverWait(browser, 60).until(
-            lambda _: all(r.info.run_name in body.text for r in trials))
+            lambda _: all(r.info.run_name in body.text for r in runs))
     except Exception:
-        pytest.fail(f"the runs page does not list every trial; it shows:\n{body.text[:3000]}")
+        pytest.fail(f"the page does not list every trial; it shows:\n{body.text[:3000]}")
+
+
+def test_the_printed_page_lists_every_trial_with_its_cost_and_slo_columns(
+        server: MlflowServer, study: str, browser: webdriver.Chrome, tmp_path: Path) -> None:
+    experiment, trials = trial_runs(server)
+    assert len(trials) >= 2
+    costs = {r.info.run_name: r.data.metrics["cost_per_m_output_tokens"] for r in trials
+             if "cost_per_m_output_tokens" in r.data.metrics}
+    assert study == f"{server.url}/{runs_page(experiment)}"
+
+    browser.get(study)
+    wait_listed(browser, trials)
+    time.sleep(1)  # the table's cells render after its rows
+    browser.save_screenshot(str(shots(tmp_path) / "study-view.png"))
     for run in trials:  # named by number, outcome and (when it met the SLOs) cost
         assert re.fullmatch(r"trial-\d{3} [a-z_]+( \$[0-9.e+-]+/M)?", run.info.run_name or "")
     # the table's columns are the study's view: its cost column shows each feasible cost
@@ -143,14 +138,36 @@ def test_the_runs_page_lists_every_trial_with_its_cost(store: str, ui: str,
              if re.fullmatch(r"\d[\d.]*(e[+-]?\d+)?", t)]
     for cost in costs.values():  # as the table rounds it
         assert any(abs(v - cost) <= 1e-2 * cost for v in shown), (cost, shown)
-    for key in ("max_load", "ttft_p95_ms", "itl_p95_ms"):  # the other columns of the view
-        assert cells(browser, f"metrics.`{key}`"), key
+    for key in ("max_load", "ttft_p95_ms", "itl_p95_ms"):  # the SLO figures of the view
+        if any(key in r.data.metrics for r in trials):
+            assert cells(browser, f"metrics.`{key}`"), key
+    assert cells(browser, "tags.`tuner.outcome`")
 
 
-def test_the_study_run_holds_its_plots(store: str) -> None:
-    client = MlflowClient(tracking_uri=store)
+def test_the_plain_experiment_page_lists_every_trial_by_outcome_and_cost(
+        server: MlflowServer, study: str, browser: webdriver.Chrome, tmp_path: Path) -> None:
+    """The experiment's own page, as someone who opens MLflow without the printed link sees
+    it: MLflow keeps a runs table's columns in the browser (a saved view is the one way to give
+    them from outside), so this page opens on MLflow's default columns; the trials are listed
+    there, each named by its number, outcome and cost."""
+    experiment, trials = trial_runs(server)
+    browser.get(f"{server.url}/#/experiments/{experiment}")
+    wait_listed(browser, trials)
+    time.sleep(1)
+    browser.save_screenshot(str(shots(tmp_path) / "experiment-page.png"))
+    text = browser.find_element(By.TAG_NAME, "body").text
+    for run in trials:
+        assert run.info.run_name in text
+    assert not cells(browser, "metrics.`cost_per_m_output_tokens`"), (
+        "MLflow now shows the study's columns on the plain page: say so in docs/")
+
+
+def test_the_study_run_holds_its_plots(server: MlflowServer, study: str) -> None:
+    client = MlflowClient(tracking_uri=server.url)
     exp = client.get_experiment_by_name(STUDY)
     assert exp is not None
     parent = client.search_runs([exp.experiment_id], "tags.`tuner.role` = 'study'")[0]
     plots = {Path(a.path).name for a in client.list_artifacts(parent.info.run_id, "plots")}
-    assert {"optimization_history.png", "param_importances.png", "pareto.png"} <= plots
+    assert "optimization_history.png" in plots
+    met = client.search_runs([exp.experiment_id], "tags.`tuner.outcome` = 'ok'")
+    assert ("pareto.png" in plots) == bool(met)  # the front, when a trial met the SLOs
