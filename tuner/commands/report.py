@@ -58,7 +58,8 @@ def study_report(found: Path | StudyFolder, console: Console, source: str | None
     points, front = folder.points(), folder.front()
     RunFolder(path).plots.mkdir(parents=True, exist_ok=True)
     table = write_trials_csv(folder.trials, RunFolder(path).trials_csv)
-    console.print(f"every trial of this host, a row each: {table}", highlight=False,
+    whose = "of the study (every worker's)" if source else "of this host"
+    console.print(f"every trial {whose}, a row each: {table}", highlight=False,
                   soft_wrap=True)
     if not front:
         console.print(f"{folder.name}: no trial met the SLOs; there is no trade-off to show")

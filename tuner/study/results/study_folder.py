@@ -50,8 +50,9 @@ class StudyFolder:
             return str(self.config["device"])
         if self.summary is not None:
             return "cpu" if str(self.summary.get("hardware", "")).startswith("CPU") else "gpu"
-        raise ConfigError(f"{self.path}: no {HOST} says which device the study ran on (an "
-                          "earlier tuner made the folder); run the study again with this one")
+        raise ConfigError(f"{self.path}: nothing says which device the study ran on (no {HOST}, "
+                          "no device in its record or summary); run the study again with this "
+                          "tuner, or for a shared study give its MLflow server (--tracking-uri)")
 
     def points(self) -> list[TradeOff]:
         """The feasible trials as points: this host's, and the front the summary keeps of
