@@ -345,7 +345,7 @@ def test_two_llamacpp_workers_run_one_study(postgres: Postgres, mlflow_server: s
 
     first = run([sys.executable, "-m", "tuner", "--engine", "llamacpp",
                  "--workload", str(DATA / "workload-llamacpp-ci.yaml"),
-                 "--model", str(gguf_model), "--trials", "4", "--remeasure-top", "1",
+                 "--model", str(gguf_model), "--trials", "3", "--remeasure-top", "1",
                  "--repeats", "1", "--enqueue", str(DATA / "enqueue-llamacpp.yaml"),
                  "--storage", storage, "--tracking-uri", mlflow_server, "--heartbeat", "2",
                  "--study-name", "llama", "--seed", "1", "--out", str(tmp_path / "host-a")],
@@ -378,7 +378,7 @@ def test_two_llamacpp_workers_run_one_study(postgres: Postgres, mlflow_server: s
                and t.system_attrs.get("failed_trial") == lost.number]
     assert len(retried) == 1
     assert retried[0].user_attrs[WORKER] != states[lost.number].user_attrs[WORKER]
-    assert len(launched(study)) == 4
+    assert len(launched(study)) == 3
     assert not study.get_trials(states=(TrialState.RUNNING, TrialState.WAITING))
     round_ = round_of("llama", storage)
     assert round_ is not None
@@ -410,7 +410,7 @@ def test_two_llamacpp_workers_run_one_study(postgres: Postgres, mlflow_server: s
         return done
 
     status = tune_here("status", "--study", "llama", "--storage", storage)
-    assert "trials: 4 of 4 done, 0 running" in status.stdout
+    assert "trials: 3 of 3 done, 0 running" in status.stdout
     assert "fresh starts done, 0 running, 0 queued" in status.stdout
     assert "re-measured best: trial" in status.stdout
 
