@@ -144,22 +144,36 @@ def test_the_printed_page_lists_every_trial_with_its_cost_and_slo_columns(
     assert cells(browser, "tags.`tuner.outcome`")
 
 
-def test_the_plain_experiment_page_lists_every_trial_by_outcome_and_cost(
+def test_the_plain_experiment_pages_as_mlflow_opens_them(
         server: MlflowServer, study: str, browser: webdriver.Chrome, tmp_path: Path) -> None:
-    """The experiment's own page, as someone who opens MLflow without the printed link sees
-    it: MLflow keeps a runs table's columns in the browser (a saved view is the one way to give
-    them from outside), so this page opens on MLflow's default columns; the trials are listed
-    there, each named by its number, outcome and cost."""
+    """The experiment as someone who opens MLflow without the printed link sees it. MLflow
+    keeps a runs table's columns, and its switch between GenAI and model training, in the
+    browser; a saved view (the printed link) is the one way to give them from outside. So in
+    a fresh browser the experiment's own page opens on MLflow's GenAI overview, which lists no
+    run, and its runs page on MLflow's default columns, where each trial's name carries its
+    number, outcome and cost."""
     experiment, trials = trial_runs(server)
     browser.get(f"{server.url}/#/experiments/{experiment}")
-    wait_listed(browser, trials)
-    time.sleep(1)
+    body = browser.find_element(By.TAG_NAME, "body")
+    WebDriverWait(browser, 60).until(lambda _: "Traces" in body.text)
+    time.sleep(2)
     browser.save_screenshot(str(shots(tmp_path) / "experiment-page.png"))
-    text = browser.find_element(By.TAG_NAME, "body").text
-    for run in trials:
-        assert run.info.run_name in text
+    assert not any(r.info.run_name in body.text for r in trials), (
+        "MLflow now opens the experiment on its runs: say so in docs/commands.md")
+
+    browser.get(f"{server.url}/#/experiments/{experiment}/runs")
+    body = browser.find_element(By.TAG_NAME, "body")
+    matching = f"{len(trials) + 1} matching runs"  # the study's run and its trials, nested
+    try:
+        WebDriverWait(browser, 60).until(lambda _: matching in body.text)
+    except Exception:
+        pytest.fail(f"the runs page does not count the study's runs; it shows:\n"
+                    f"{body.text[:3000]}")
+    time.sleep(2)
+    browser.save_screenshot(str(shots(tmp_path) / "experiment-runs-page.png"))
+    assert STUDY in cells(browser, "run_name") or STUDY in body.text
     assert not cells(browser, "metrics.`cost_per_m_output_tokens`"), (
-        "MLflow now shows the study's columns on the plain page: say so in docs/")
+        "MLflow now shows the study's columns on its plain runs page: say so in docs/")
 
 
 def test_the_study_run_holds_its_plots(server: MlflowServer, study: str) -> None:
