@@ -13,8 +13,15 @@ from pathlib import Path
 import pytest
 
 from tuner.core import ConfigError
-from tuner.host import Inventory, busy, parse_nvidia_smi, parse_nvidia_smi_xml, usable, visible
-from tuner.host.nvidia_smi import SMI_FIELDS
+from tuner.host import (
+    SMI_FIELDS,
+    Inventory,
+    busy,
+    parse_nvidia_smi,
+    parse_nvidia_smi_xml,
+    usable,
+    visible,
+)
 
 CAPTURES = Path(__file__).parents[1] / "data" / "gpu-captures"
 V100S_8 = "nvidia-smi-q-x.8xV100S-PCIE-32GB.processes.xml"

@@ -8,9 +8,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tuner.study.results import StudyFolder
-from tuner.study.results.stored_study import StoredStudy, read_stored_study
-from tuner.tracking.study_run import StudyRun, read_study_run
+from tuner.study.results import StoredStudy, StudyFolder, read_stored_study
+from tuner.tracking import StudyRun, read_study_run
 
 
 def tracking_of(stored: StoredStudy, tracking: str | None) -> str | None:

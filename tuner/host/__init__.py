@@ -22,15 +22,20 @@ from tuner.host.hardware import (
     running_on,
     split_cores,
 )
-from tuner.host.nvidia_smi import count_processes, parse_nvidia_smi, parse_nvidia_smi_xml
+from tuner.host.nvidia_smi import (
+    SMI_FIELDS,
+    count_processes,
+    parse_nvidia_smi,
+    parse_nvidia_smi_xml,
+)
 from tuner.host.page_reporting import reporting_order, reporting_warning
 from tuner.host.programs import find_program, program_version
 
 __all__ = [
-    "Gpu", "Hardware", "IDENTITY_FLAGS", "Inventory", "atomic_open", "busy", "busy_now",
-    "check_free", "count_processes", "cpu_identity", "cpu_list", "detect", "find_program",
-    "gpu_devices", "no_space", "out_of_space", "parse_cpu_list", "parse_nvidia_smi",
-    "parse_nvidia_smi_xml", "program_version", "read_nvml",
-    "realtime_allowed", "reporting_order", "reporting_warning", "running_on", "split_cores",
-    "stops_when_full", "usable", "visible", "what_filled", "write_atomic",
+    "Gpu", "Hardware", "IDENTITY_FLAGS", "Inventory", "SMI_FIELDS", "atomic_open", "busy",
+    "busy_now", "check_free", "count_processes", "cpu_identity", "cpu_list", "detect",
+    "find_program", "gpu_devices", "no_space", "out_of_space", "parse_cpu_list",
+    "parse_nvidia_smi", "parse_nvidia_smi_xml", "program_version", "read_nvml", "realtime_allowed",
+    "reporting_order", "reporting_warning", "running_on", "split_cores", "stops_when_full",
+    "usable", "visible", "what_filled", "write_atomic",
 ]

@@ -22,7 +22,7 @@ from tuner.core import ConfigError, Settings
 from tuner.deploy import Sizing
 from tuner.study import RECORD_ATTR, StudyConfig, record_of
 from tuner.study.coordination import RESULT, WORKER, result_attr
-from tuner.study.results.stored_study import read_stored_study
+from tuner.study.results import read_stored_study
 
 REPO = Path(__file__).resolve().parents[3]
 NAME = "vllm-shared"

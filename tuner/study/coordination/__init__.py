@@ -27,20 +27,21 @@ from tuner.study.coordination.shared_study import (
     give_back,
     read_record,
     return_to_queue,
+    shown,
     storage_for,
     stored_record,
     take_queued,
     worker_id,
 )
 from tuner.study.coordination.spend import spend_line, spend_of, study_spend, to_finish
+from tuner.study.coordination.sqlite_file import sqlite_file
 from tuner.study.coordination.storage_outage import RetryingStorage, without_waiting
 
 __all__ = [
-    "BASELINE", "CachedStorage", "QueuedBaseline", "READY_ATTR",
-    "READY_WAIT_S", "REJECTED", "RESULT", "RetryingStorage",
-    "STARTS", "StartTracking", "WORKER", "beating", "claim", "count", "driver_url",
-    "fail_stale", "give_back", "incumbent", "ledger", "open_shared", "read_record", "rejected",
-    "result_attr", "return_to_queue", "spend_line", "spend_of", "starts_of", "storage_for",
-    "stored_record", "stored_result", "study_spend", "take_queued", "to_finish",
-    "without_waiting", "worker_id",
+    "BASELINE", "CachedStorage", "QueuedBaseline", "READY_ATTR", "READY_WAIT_S", "REJECTED",
+    "RESULT", "RetryingStorage", "STARTS", "StartTracking", "WORKER", "beating", "claim", "count",
+    "driver_url", "fail_stale", "give_back", "incumbent", "ledger", "open_shared", "read_record",
+    "rejected", "result_attr", "return_to_queue", "shown", "spend_line", "spend_of", "sqlite_file",
+    "starts_of", "storage_for", "stored_record", "stored_result", "study_spend", "take_queued",
+    "to_finish", "without_waiting", "worker_id",
 ]

@@ -25,9 +25,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from tuner.core import ConfigError
-from tuner.study.coordination import WORKER, driver_url, stored_result
-from tuner.study.coordination.shared_study import shown
-from tuner.study.coordination.sqlite_file import sqlite_file
+from tuner.study.coordination import WORKER, driver_url, shown, sqlite_file, stored_result
 from tuner.study.outcome import TrialResult
 from tuner.study.record import RECORD_ATTR, StudyRecord, parse_record
 from tuner.study.results.pareto import TradeOff
