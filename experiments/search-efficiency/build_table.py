@@ -8,8 +8,14 @@ already in the table are skipped, so a stopped run goes on where it left off.
 Run (from the repository root, after `bash .ci/setup`; hours on 2 cores, in the background):
     .venv/bin/python experiments/search-efficiency/build_table.py --grid \
         experiments/search-efficiency/grid-llamacpp.yaml
-A table holds one machine's rows: resumed on another CPU, the script refuses (give a new
---table).
+A table may grow over sessions on several machines (sessions get different CPUs). Each row
+records its machine; on a machine new to the table, the script wants that machine's own
+``--workload`` (the SLO rule applied there: k x the defaults' low-load p95s measured on it),
+measures the defaults first, then goes on with the configurations left; the replay scales
+each machine's rows by the defaults measured on it (``MeasuredTable.drift_corrected``).
+``--until HH:MM`` (UTC) stops taking configurations when the next one and the closing
+measurement of the defaults would not end by then, and takes that closing measurement, so
+a session's rows have the defaults measured after them too.
 """
 
 from __future__ import annotations
@@ -87,7 +93,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--grid", type=Path, default=HERE / "grid-llamacpp.yaml")
     parser.add_argument("--workload", type=Path, default=None, help=(
-        "the workload (default: the grid's own `workload`, else workload.yaml)"))
+        "the workload (default: the grid's own `workload`, else workload.yaml; on a machine "
+        "new to a table, required: that machine's SLOs)"))
     parser.add_argument("--table", type=Path, default=None, help=(
         "the table file (default: table-<engine>.json here)"))
     parser.add_argument("--model", default=str(Path.home() / ".cache/tuner/models/tiny-llama"))
@@ -96,22 +103,34 @@ def main() -> None:
         "measure the configurations left in a seeded random order, so that a table stopped "
         "early is a uniform sample of the grid (default: grid order)"))
     parser.add_argument("--anchor-every", type=int, default=8, metavar="N", help=(
-        "measure the defaults again after every N configurations (the table's anchors: how "
-        "far the machine drifted while the table was built), and once after the last "
-        "configuration"))
+        "measure the defaults again after every N configurations on a machine (the table's "
+        "anchors: how far the machine drifted while the table was built), and once after "
+        "the last configuration"))
+    parser.add_argument("--until", default=None, metavar="HH:MM", help=(
+        "UTC time by which to stop: no configuration is begun that, with the closing "
+        "measurement of the defaults, would not end by then"))
     args = parser.parse_args()
     grid = yaml.safe_load(args.grid.read_text())
     engine, knobs = grid["engine"], grid["knobs"]
-    workload = args.workload or (args.grid.parent / grid.get("workload", "workload.yaml"))
     path = args.table or HERE / f"table-{engine}.json"
     run_dir = HERE / "run" / path.stem
     here = cpu_identity()
+    workload = args.workload or (args.grid.parent / grid.get("workload", "workload.yaml"))
     table = (MeasuredTable.load(path) if path.is_file() else MeasuredTable(
         engine=engine, knobs=knobs, rows=[], workload=str(workload),
         command=" ".join(["python", *sys.argv]), machine=here))
-    if table.rows and table.machine != here:
-        sys.exit(f"{path}: measured on {table.machine}, this is {here}: its rows and "
-                 "this machine's would not compare; give a new --table for this machine")
+    known = table.workloads.get(here, table.workload if here == table.machine else None)
+    if known is None and table.rows and args.workload is None:
+        sys.exit(f"{path}: its rows were measured on {', '.join(table.machines())}; this is "
+                 f"{here}: give --workload with this machine's own SLOs (the rule applied "
+                 "here)")
+    if known is not None and args.workload is not None and str(args.workload) != known:
+        sys.exit(f"--workload {args.workload}: this machine's rows used {known}; give that "
+                 "one, or a new --table")
+    workload = Path(known) if known is not None else workload
+    if here != table.machine:
+        table.workloads[here] = str(workload)
+    deadline = None if args.until is None else _deadline(args.until)
     done = {json.dumps(table.key(r.config)) for r in table.rows if not r.defaults}
     todo: list[dict[str, Any] | None] = [] if any(r.defaults for r in table.rows) else [None]
     todo += [dict(zip(knobs, values, strict=True)) for values in itertools.product(
@@ -121,12 +140,22 @@ def main() -> None:
         rest = [c for c in todo if c is not None]
         random.Random(args.shuffle).shuffle(rest)
         todo = first + rest
-    print(f"{engine}: {len(table.rows)} rows measured, {len(todo)} to go", flush=True)
+    print(f"{engine}: {len(table.rows)} rows measured, {len(todo)} to go; this machine: "
+          f"{here}, workload {workload}", flush=True)
 
     def save() -> None:
         tmp = path.with_suffix(".part")
         tmp.write_text(table.model_dump_json(indent=1) + "\n")
         tmp.replace(path)
+
+    def measured_here(defaults: bool) -> list[str]:
+        return sorted(r.measured_at or "" for r in [*table.rows, *table.anchors]
+                      if table.machine_of(r) == here and r.defaults == defaults)
+
+    def since_defaults() -> int:
+        """The rows measured on this machine since its defaults were last measured."""
+        last = (measured_here(True) or [""])[-1]
+        return sum(t > last for t in measured_here(False))
 
     def anchor() -> None:
         """The defaults measured again, into the table's anchors."""
@@ -136,6 +165,7 @@ def main() -> None:
                          run_dir / f"anchor-{len(table.anchors) + 1}")
         table.anchors.append(row_of(report, report["config"], True))
         table.anchors[-1].machine_speed = speed
+        table.anchors[-1].machine = here
         save()
         drift = table.drift()
         print(f"anchor {len(table.anchors)} (the defaults again): "
@@ -143,7 +173,14 @@ def main() -> None:
               f"{'?' if drift is None else f'{drift:.1%}'} "
               f"({time.monotonic() - t0:.0f}s)", flush=True)
 
+    if todo and todo[0] is not None and not measured_here(True):
+        anchor()  # a machine new to the table: its defaults first, to scale its rows by
+    took: list[float] = []
     for i, config in enumerate(todo):
+        if deadline is not None and took and time.time() + 2.2 * max(took) > deadline:
+            print(f"stopping by {args.until} UTC: {len(todo) - i} configurations left",
+                  flush=True)
+            break
         t0 = time.monotonic()
         name = "defaults" if config is None else "-".join(str(v) for v in config.values())
         speed = machine_speed()
@@ -151,18 +188,26 @@ def main() -> None:
                          run_dir / name)
         row = row_of(report, report["config"] if config is None else config, config is None)
         row.machine_speed = speed
+        row.machine = here
         table.engine_version = report["engine_version"]
         table.rows.append(row)
         save()
+        took.append(time.monotonic() - t0)
         costs = ", ".join(f"{c:.4g}" for c in row.costs) or row.outcome
-        print(f"[{i + 1}/{len(todo)}] {name}: {costs} ({time.monotonic() - t0:.0f}s; machine "
+        print(f"[{i + 1}/{len(todo)}] {name}: {costs} ({took[-1]:.0f}s; machine "
               f"{speed['matmul_gflops']:g} GFLOP/s, {speed['copy_gb_s']:g} GB/s)", flush=True)
-        configs = sum(not r.defaults for r in table.rows)
-        if args.anchor_every > 0 and len(table.anchors) < configs // args.anchor_every:
+        if args.anchor_every > 0 and since_defaults() >= args.anchor_every:
             anchor()
-    last = max((r.measured_at or "" for r in table.rows), default="")
-    if args.anchor_every > 0 and table.anchors and last > (table.anchors[-1].measured_at or ""):
+    if args.anchor_every > 0 and since_defaults() > 0:
         anchor()  # the closing one: the rows after the last anchor have one after them too
+
+
+def _deadline(hh_mm: str) -> float:
+    """The next time (epoch seconds) the UTC clock reads HH:MM."""
+    now = time.time()
+    hours, minutes = (int(x) for x in hh_mm.split(":"))
+    today = now - now % 86400 + hours * 3600 + minutes * 60
+    return today if today > now else today + 86400
 
 
 if __name__ == "__main__":

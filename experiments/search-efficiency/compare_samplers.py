@@ -7,7 +7,9 @@ percentile; a study that never gets there counts as more than the budget), the t
 the pick after 10 and 20 trials relative to the table's best (median), and how often the
 final pick is within 5% of the best once its noise is removed (with its 95% Wilson interval).
 A table whose defaults were measured again while it was built (its anchors) is
-replayed twice: as measured, and with each row scaled by the defaults' drift at its time.
+replayed twice: as measured, and with each row scaled by the defaults' drift at its time. A
+table measured on several machines is replayed only scaled (each row by the defaults on its
+own machine): as measured, it would compare machines.
 ``--encoding`` says how numeric knobs are asked (``tuner.study.replay.ENCODINGS``: ordinal,
 the default; log-range, as a study's space asks sizes; categorical, as the replay did before
 2026-12-02). ``--startup N`` sets the random trials before TPE and GP
@@ -57,17 +59,22 @@ def main() -> None:
     feasible = sum(r.feasible for r in table.rows if not r.defaults)
     how = Replay(args.seeds, args.budget, args.encoding, args.startup,
                  [n for n in args.samplers.split(",") if n])
-    print(f"table: {args.table.name}, {table.engine} {table.engine_version}, {table.machine}")
+    machines = table.machines()
+    print(f"table: {args.table.name}, {table.engine} {table.engine_version}, measured on "
+          + "; ".join(f"{m} ({sum(table.machine_of(r) == m for r in table.rows)} rows)"
+                      for m in machines))
     print(f"grid: {table.grid_size()} configurations ({feasible} met the SLOs), knobs "
           f"{', '.join(table.knobs)}; {args.seeds} seeds, budget {args.budget} trials; "
           f"numeric knobs asked {how.encoding}; {args.startup} "
           "random trials before TPE and GP model")
-    compare(table, "as measured", how)
+    if len(machines) == 1:
+        compare(table, "as measured", how)
     drift = table.drift()
-    if drift is not None:
-        print(f"\ndrift: the defaults' mean cost moved {drift:.1%} over the build "
-              f"({1 + len(table.anchors)} measurements of them); each row scaled by the "
-              "defaults' cost at its time, interpolated between those measurements:")
+    if drift is not None or len(machines) > 1:
+        print(f"\ndrift: the defaults' mean cost moved {drift or 0:.1%} at most on one "
+              f"machine over the build ({1 + len(table.anchors)} measurements of them on "
+              f"{len(machines)} machine(s)); each row scaled by the defaults' cost on its "
+              "machine at its time, interpolated between those measurements:")
         compare(table.drift_corrected(), "drift-corrected", how)
 
 

@@ -13,8 +13,8 @@ trial that looks better than the incumbent is measured again (counted toward the
 it can become the incumbent, and the incumbent is the configuration with the lowest mean of its
 measurements. Every decision (the value told, the budget, the challenge and its confirmation)
 is :mod:`tuner.study.policy`'s, as in ``tune``'s loop. A table built over hours on a machine
-whose speed drifted can be scaled by the defaults measured again while it was built
-(``drift_corrected``).
+whose speed drifted, or over sessions on several machines, can be scaled by the defaults
+measured again on each machine while it was built (``drift_corrected``).
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ class TableRow(BaseModel):
     machine_speed: dict[str, float] = Field(default_factory=dict, description=(
         "the machine's own speed just before the row, engine stopped (matmul GFLOP/s, "
         "memory copy GB/s): whether a drift of the anchors is the machine's"))
+    machine: str = Field(default="", description=(
+        "the CPU it was measured on (tuner.host.cpu_identity); empty: the table's machine"))
 
     @property
     def feasible(self) -> bool:
@@ -74,11 +76,14 @@ class MeasuredTable(BaseModel):
     rows: list[TableRow]
     workload: str = ""
     command: str = ""
-    machine: str = ""
+    machine: str = Field(default="", description="the CPU of its first rows")
     engine_version: str = ""
     anchors: list[TableRow] = Field(default_factory=list, description=(
         "the defaults measured again while the table was built: how far the machine's speed "
-        "drifted between its first row and its last"))
+        "drifted between its first row and its last, and on each further machine, the "
+        "defaults measured there before its first row"))
+    workloads: dict[str, str] = Field(default_factory=dict, description=(
+        "each further machine's workload (its own SLOs: the rule applied on that machine)"))
 
     @classmethod
     def load(cls, path: Path) -> MeasuredTable:
@@ -101,39 +106,63 @@ class MeasuredTable(BaseModel):
         apart from their grid point, is not one a study can find)."""
         return min(r.true_cost for r in self.lookup().values() if r.feasible)
 
+    def machine_of(self, row: TableRow) -> str:
+        return row.machine or self.machine
+
+    def machines(self) -> list[str]:
+        """The machines its rows and anchors were measured on, the first one first."""
+        return list(dict.fromkeys(self.machine_of(r) for r in [*self.rows, *self.anchors]))
+
     def drift(self) -> float | None:
-        """The defaults' mean cost over the build, highest / lowest - 1 (None: measured once)."""
-        means = [r.true_cost for r in self._defaults_measured()]
-        return max(means) / min(means) - 1 if len(means) > 1 else None
+        """How far the defaults' mean cost moved on one machine while the table was built:
+        highest / lowest - 1, the largest of its machines' (None: measured once on each)."""
+        drifts = [max(m) / min(m) - 1 for m in (
+            [r.true_cost for r in self._defaults_measured(machine)]
+            for machine in self.machines()) if len(m) > 1]
+        return max(drifts) if drifts else None
 
     def drift_corrected(self) -> MeasuredTable:
-        """The table with each row's costs scaled as the defaults' cost moved while it was built.
+        """The table with each row's costs scaled as the defaults' cost moved while it was
+        built, on its own machine.
 
-        The defaults' measurements (their row and the anchors) give the machine's cost factor
-        over time: a row measured at time t is scaled by (the defaults' mean over the build) /
-        (the defaults' cost at t, interpolated between the two measurements of them around t;
-        before the first or after the last, the nearest). The drift is taken to be the
-        machine's and the same for every configuration; a row with no time stays as measured.
+        The defaults' measurements on a machine (their row and the anchors) give its cost
+        factor over time: a row measured at time t is scaled by (the defaults' mean on the
+        table's first machine) / (the defaults' cost on the row's machine at t, interpolated
+        between the two measurements of them around t; before the first or after the last,
+        the nearest; a row with no time, their mean there). The drift is taken to be the
+        machine's and the same for every configuration, and so is a machine's speed against
+        another's. A machine with rows but no measurement of the defaults cannot be scaled
+        (ValueError).
         """
-        anchors = sorted((_seconds(r.measured_at), r.true_cost)
-                         for r in self._defaults_measured() if r.measured_at)
-        if len(anchors) < 2:
-            return self.model_copy(deep=True)
-        times, costs = np.array(anchors).T
-        reference = float(np.mean(costs))
+        curves: dict[str, tuple[np.ndarray, np.ndarray, float]] = {}
+        for machine in self.machines():
+            measured = self._defaults_measured(machine)
+            timed = sorted((_seconds(r.measured_at), r.true_cost)
+                           for r in measured if r.measured_at)
+            times, costs = np.array(timed).T if timed else (np.array([]), np.array([]))
+            mean = float(np.mean([r.true_cost for r in measured])) if measured else 0.0
+            curves[machine] = (times, costs, mean)
+        reference = curves[self.machines()[0]][2] if curves else 0.0
 
         def corrected(row: TableRow) -> TableRow:
-            if not row.measured_at or not row.costs:
+            times, costs, mean = curves[self.machine_of(row)]
+            if not row.costs:
                 return row.model_copy(deep=True)
-            factor = reference / float(np.interp(_seconds(row.measured_at), times, costs))
+            if not mean:
+                raise ValueError(f"rows measured on {self.machine_of(row)} but not the "
+                                 "defaults: they cannot be scaled")
+            at = (float(np.interp(_seconds(row.measured_at), times, costs))
+                  if row.measured_at and len(times) else mean)
+            factor = reference / at
             return row.model_copy(update={"costs": [c * factor for c in row.costs]}, deep=True)
 
         return self.model_copy(update={"rows": [corrected(r) for r in self.rows],
                                        "anchors": [corrected(r) for r in self.anchors]},
                                deep=True)
 
-    def _defaults_measured(self) -> list[TableRow]:
-        return [r for r in [*self.rows, *self.anchors] if r.defaults and r.feasible]
+    def _defaults_measured(self, machine: str) -> list[TableRow]:
+        return [r for r in [*self.rows, *self.anchors]
+                if r.defaults and r.feasible and self.machine_of(r) == machine]
 
 
 def _seconds(stamp: str | None) -> float:

@@ -114,6 +114,26 @@ def test_drift_correction_scales_each_row_by_the_defaults_around_it() -> None:
     assert t.drift() == pytest.approx(0.2)  # the table itself is left as measured
 
 
+def test_rows_of_a_second_machine_are_scaled_by_the_defaults_measured_there() -> None:
+    t = table()
+    t.machine = "first cpu"
+    defaults = next(r for r in t.rows if r.defaults)  # 1.5 on the first machine
+    moved = next(r for r in t.rows if r.config == {"batch": 16, "mode": "b"})
+    moved.machine = "second cpu"  # measured where everything costs 2x
+    moved.costs = [c * 2 for c in moved.costs]
+    t.anchors.append(TableRow(config=defaults.config, outcome="ok", costs=[3.0, 3.0],
+                              defaults=True, machine="second cpu"))
+    assert t.machines() == ["first cpu", "second cpu"]
+    assert t.drift() is None  # the defaults measured once on each machine: no drift seen
+    fixed = t.drift_corrected()
+    again = next(r for r in fixed.rows if r.config == moved.config and not r.defaults)
+    assert again.costs == pytest.approx([c / 2 for c in moved.costs])
+    assert fixed.anchors[0].true_cost == pytest.approx(1.5)
+    t.anchors.clear()  # no defaults measured on the second machine: it cannot be scaled
+    with pytest.raises(ValueError, match="rows measured on second cpu but not the defaults"):
+        t.drift_corrected()
+
+
 def test_a_table_with_one_measurement_of_its_defaults_is_not_corrected() -> None:
     t = table()
     assert t.drift_corrected().rows == t.rows
