@@ -254,3 +254,18 @@ def test_a_bad_baseline_is_one_line_before_anything_starts(tmp_path: Path) -> No
     for name, result in zip(files, done, strict=True):
         one_line_error(result, 2, said[name])
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("trial-*"))
+
+
+@pytest.mark.slow
+def test_a_served_name_for_an_engine_that_cannot_set_one_is_one_line(tmp_path: Path) -> None:
+    """transformers serve answers only to the model it was started with: --served-name would
+    name requests it refuses."""
+    (tmp_path / "config.json").write_text(
+        '{"architectures": ["LlamaForCausalLM"], "num_attention_heads": 4, '
+        '"num_key_value_heads": 2, "num_hidden_layers": 2, "hidden_size": 64, '
+        '"max_position_embeddings": 2048}')
+    (done,) = tune_all(["--engine", "transformers", "--workload",
+                        str(REPO / "tests/data/workload-ci.yaml"), "--model", str(tmp_path),
+                        "--out", str(tmp_path / "runs"), "--served-name", "tiny"])
+    one_line_error(done, 2, "--served-name tiny: transformers serve has no option to name the "
+                   "model it serves (requests name it by --model); leave --served-name out")

@@ -184,6 +184,20 @@ def check_time_budget(cfg: StudyConfig, workload: Workload, noise: NoiseRecord |
                           f"{math.ceil(seconds)} or more")
 
 
+def served_name(cfg: StudyConfig, spec: EngineSpec, workload: Workload) -> str:
+    """The model name requests give: ``--served-name``, else the workload's model; for an
+    engine with no option to name it, the model as the engine is started with it."""
+    if not spec.serves_model_path:
+        return cfg.served_name or workload.model
+    if cfg.served_name:
+        raise ConfigError(f"--served-name {cfg.served_name}: {spec.display_name} has no option "
+                          "to name the model it serves (requests name it by --model); leave "
+                          "--served-name out")
+    if cfg.launcher == "docker" and spec.container is not None:
+        return spec.container.model_mount
+    return cfg.model
+
+
 def prepare(cfg: StudyConfig, settings: Settings,
             engine_factory: EngineFactory = real_engines) -> Prepared:
     workload = with_resolution(load_workload(cfg.workload), cfg.resolution)
@@ -220,7 +234,7 @@ def prepare(cfg: StudyConfig, settings: Settings,
     }).model_dump_json(indent=2))
     tracker = MlflowTracker(cfg.tracking, local_artifacts(cfg.tracking),
                             outbox=Outbox(cfg.folder.outbox))
-    served = cfg.served_name or workload.model
+    served = served_name(cfg, spec, workload)
     write_host(cfg.folder, hardware=hw, served_name=served, image=image_ref,
                engine_version=eng_version)
     params = {

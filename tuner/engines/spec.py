@@ -104,6 +104,10 @@ class ProcessLaunch(StrictModel):
     version_argv: list[str] = Field(
         default_factory=list, description="for an engine that is a program, not a Python "
         "package: the command that prints its version (``llama-server --version``)")
+    requires: list[str] = Field(
+        default_factory=list, description="Python modules the engine's process imports: one "
+        "missing from {python}'s environment is bad input, before any trial, naming `install`")
+    install: str = Field(default="", description="how to install what `requires` names")
 
 
 class ContainerLaunch(StrictModel):
@@ -129,6 +133,9 @@ class ContainerLaunch(StrictModel):
 
 class Readiness(StrictModel):
     health_path: str = "/health"
+    lists_model: bool = Field(default=True, description="the model list (/v1/models) names "
+                              "the served model; false: a completion for it is the proof "
+                              "(transformers serve lists its hub cache, not a forced folder)")
     timeout_s: float = Field(default=900.0, gt=0)
     poll_s: float = Field(default=1.0, gt=0)
 
@@ -190,6 +197,9 @@ class EngineSpec(StrictModel):
     metrics_path: str | None = "/metrics"
     forces_output_length: bool = Field(default=True, description="the engine honours "
                                        "min_tokens/ignore_eos; false: figures use real counts")
+    serves_model_path: bool = Field(default=False, description="the engine has no option "
+                                    "naming the served model: requests name it by the model "
+                                    "as the engine was started with it ({model})")
     options_file: OptionsFile | None = None
     cpu_binding: CpuBinding | None = None
     failures: Failures = Failures()

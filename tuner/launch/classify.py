@@ -23,12 +23,9 @@ already in use (os error 98)"), llama-server ("couldn't bind HTTP server socket"
 def classify_log(text: str, failures: Failures, exit_code: int | None) -> tuple[str, str]:
     """``(outcome, evidence)``: the class and the log line that decided it."""
     for outcome, patterns in (("oom", failures.oom), ("invalid_config", failures.invalid_config)):
-        for pattern in patterns:
-            match = re.search(pattern, text)
-            if match:
-                start = text.rfind("\n", 0, match.start()) + 1
-                end = text.find("\n", match.end())
-                return outcome, text[start:end if end >= 0 else None].strip()[:300]
+        line = first_line(text, patterns)
+        if line is not None:
+            return outcome, line
     if exit_code in KILLED_BY_OOM_KILLER:
         return "oom", f"killed by SIGKILL (exit {exit_code}), as the OOM killer does"
     if exit_code == 2:
@@ -38,7 +35,12 @@ def classify_log(text: str, failures: Failures, exit_code: int | None) -> tuple[
 
 def first_oom_line(text: str, failures: Failures) -> str | None:
     """The first OOM line, so a doomed start stops at once instead of timing out."""
-    for pattern in failures.oom:
+    return first_line(text, failures.oom)
+
+
+def first_line(text: str, patterns: list[str]) -> str | None:
+    """The log line of the first of ``patterns`` that matches (shortened), or None."""
+    for pattern in patterns:
         match = re.search(pattern, text)
         if match:
             start = text.rfind("\n", 0, match.start()) + 1

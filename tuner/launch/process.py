@@ -183,6 +183,20 @@ class ProcessHandle(EngineHandle):
                 "pid": self._proc.pid}
 
 
+def missing_modules(python: str, modules: list[str]) -> list[str]:
+    """The ``modules`` that ``python`` cannot find (none asked: none, without running it)."""
+    if not modules:
+        return []
+    try:
+        found = subprocess.run(
+            [python, "-c", "import importlib.util, sys\n"
+             "print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))",
+             *modules], capture_output=True, text=True, check=False)
+    except OSError:
+        return list(modules)
+    return found.stdout.split() if found.returncode == 0 else list(modules)
+
+
 class ProcessLauncher:
     """Starts engines as local processes."""
 
@@ -252,6 +266,11 @@ class ProcessLauncher:
             raise ConfigError(f"{spec.display_name} runs {name}, which is neither beside "
                               f"{self.python} nor on PATH: build it (.ci/setup builds "
                               f"llama.cpp's) or put it on PATH")
+        missing = missing_modules(self.python, spec.process.requires)
+        if missing:
+            raise ConfigError(f"{spec.display_name} needs the Python module(s) "
+                              f"{', '.join(missing)}, which {self.python} cannot import: "
+                              f"{spec.process.install or 'install them'}")
 
     def other_cpus(self, cpus: str | None) -> str | None:
         """The host's cores outside the engine's share (the load generator's), where an engine

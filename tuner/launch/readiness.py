@@ -1,12 +1,14 @@
 """Wait until an engine is really ready, failing fast.
 
-Ready means: the health endpoint answers 200, the model list names the served
-model, and one real completion returns a token. While waiting, the engine is
-watched: if it exits, waiting stops at once with its exit code, class and log
-tail; if its log already shows an out-of-memory line, waiting stops too. An engine not
-ready within the bound is a ``startup_timeout`` whose line ends with its log's last line
-(what it was doing); every request is bounded by what is left of it, so an engine that
-accepts connections and answers nothing does not stretch it.
+Ready means: the health endpoint answers 200, the model list names the served model (where
+the engine lists it), and one real completion returns a token. While waiting, the engine is
+watched: if it exits, waiting stops at once with its exit code, class and log tail; if its log
+already shows an out-of-memory line, waiting stops too, and so it does when the engine answers
+the first completion with a server error and its log names an invalid configuration
+(transformers serve refuses some knob values only at the first request). An engine not ready
+within the bound is a ``startup_timeout`` whose line ends with its log's last line (what it
+was doing); every request is bounded by what is left of it, so an engine that accepts
+connections and answers nothing does not stretch it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import httpx
 from tuner.core import EngineStartError
 from tuner.engines import EngineSpec
 from tuner.launch.base import EngineHandle
-from tuner.launch.classify import classify_log, first_oom_line
+from tuner.launch.classify import classify_log, first_line, first_oom_line
 
 log = logging.getLogger(__name__)
 
@@ -31,20 +33,24 @@ PROBE_TIMEOUT_S = 5.0
 
 
 def _ready(http: httpx.Client, handle: EngineHandle, health: str, served: str,
-           left_s: float) -> bool:
-    """Health, model list and one completion answer, each within what is left of the startup
-    bound (an engine that accepts connections and answers nothing must not stretch it)."""
+           left_s: float, *, lists_model: bool = True) -> bool | None:
+    """Health, model list (where the engine lists what it serves) and one completion answer,
+    each within what is left of the startup bound (an engine that accepts connections and
+    answers nothing must not stretch it). None: the completion got a server error (5xx)."""
     probe = max(0.5, min(PROBE_TIMEOUT_S, left_s))
     try:
         if http.get(handle.base_url + health, timeout=probe).status_code != 200:
             return False
-        models = http.get(handle.base_url + "/v1/models", timeout=probe)
-        if models.status_code != 200 or served not in {m.get("id") for m in
-                                                       models.json().get("data", [])}:
-            return False
+        if lists_model:
+            models = http.get(handle.base_url + "/v1/models", timeout=probe)
+            if models.status_code != 200 or served not in {m.get("id") for m in
+                                                           models.json().get("data", [])}:
+                return False
         done = http.post(handle.base_url + "/v1/completions", json={
             "model": served, "prompt": "Hello", "max_tokens": 1, "temperature": 0.0},
             timeout=max(1.0, min(COMPLETION_TIMEOUT_S, left_s)))
+        if done.status_code >= 500:
+            return None
         return done.status_code == 200 and bool(done.json().get("choices"))
     except (httpx.HTTPError, ValueError):
         return False
@@ -74,9 +80,17 @@ def wait_ready(handle: EngineHandle, spec: EngineSpec, served: str, *,
                 raise EngineStartError(f"engine ran out of memory while starting: {oom}",
                                        outcome="oom", exit_code=None,
                                        log_tail=handle.log_tail())
-            if _ready(http, handle, health_path, served, timeout_s - elapsed):
+            ready = _ready(http, handle, health_path, served, timeout_s - elapsed,
+                           lists_model=spec.readiness.lists_model)
+            if ready:
                 log.debug("engine ready after %.1fs", elapsed)
                 return elapsed
+            refused = None if ready is not None else first_line(
+                handle.log_text(), failures.invalid_config)
+            if refused is not None:  # up, but it cannot serve this configuration
+                raise EngineStartError(f"engine answered its first request with a server "
+                                       f"error: {refused}", outcome="invalid_config",
+                                       exit_code=None, log_tail=handle.log_tail())
             if time.monotonic() - start > timeout_s:
                 last = last_line(handle.log_tail(5))
                 raise EngineStartError(f"engine not ready after {timeout_s:g}s (startup "

@@ -47,6 +47,9 @@ class ServerCaps:
     stream_usage: bool = True
     continuous_usage: bool = True
     chat_template_tokens: int | None = None
+    lengths_in_generation_config: bool = False
+    """Output lengths forced by a ``generation_config`` (JSON) of ``min_new_tokens``, not by
+    ``min_tokens`` and ``ignore_eos`` (transformers serve refuses those fields)"""
 
 
 def request_body(
@@ -62,7 +65,9 @@ def request_body(
         body["stream_options"] = {"include_usage": True}
         if caps.continuous_usage:
             body["stream_options"]["continuous_usage_stats"] = True
-    if caps.forces_output_length:
+    if caps.forces_output_length and caps.lengths_in_generation_config:
+        body["generation_config"] = f'{{"min_new_tokens": {req.output_tokens}}}'
+    elif caps.forces_output_length:
         body["min_tokens"] = req.output_tokens
         body["ignore_eos"] = True
     return body

@@ -44,15 +44,17 @@ def normalise_endpoint(url: str) -> str:
 async def check_serves(url: str, model: str) -> None:
     """The endpoint is reachable, OpenAI-compatible and serves ``model`` (checked before
     anything is loaded for the model, so a misspelt name is not taken for a missing
-    tokenizer)."""
+    tokenizer). A model its list does not name is served if a one-token request for it is
+    answered: transformers serve lists its hub cache, not the folder it was started with."""
     async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
         models = await served_models(http, url)
-    if model not in models:
-        close = difflib.get_close_matches(model, models, n=1, cutoff=0.6)
-        meant = f"did you mean {close[0]!r}? " if close else ""
-        raise EndpointError(f"{url} does not serve model {model!r}; it serves "
-                            f"{', '.join(models) or 'nothing'}: {meant}set `model:` in the "
-                            "workload")
+        if model in models or await _answers_for(http, url, model):
+            return
+    close = difflib.get_close_matches(model, models, n=1, cutoff=0.6)
+    meant = f"did you mean {close[0]!r}? " if close else ""
+    raise EndpointError(f"{url} does not serve model {model!r}; it serves "
+                        f"{', '.join(models) or 'nothing'}: {meant}set `model:` in the "
+                        "workload")
 
 
 async def served_models(http: httpx.AsyncClient, url: str) -> list[str]:
@@ -71,6 +73,21 @@ async def served_models(http: httpx.AsyncClient, url: str) -> list[str]:
     except (ValueError, KeyError, TypeError) as exc:
         raise EndpointError(f"{url} is not an OpenAI-compatible server: GET /v1/models did not "
                             "return a model list") from exc
+
+
+async def _answers_for(http: httpx.AsyncClient, url: str, model: str) -> bool:
+    """Whether a one-token request naming ``model`` is answered (completions, else chat)."""
+    for path, prompt in (("/v1/completions", {"prompt": "Hello"}),
+                         ("/v1/chat/completions",
+                          {"messages": [{"role": "user", "content": "Hello"}]})):
+        try:
+            resp = await http.post(f"{url}{path}", json={"model": model, "max_tokens": 1,
+                                                         **prompt})
+        except httpx.HTTPError:
+            return False
+        if resp.status_code != 404:
+            return resp.status_code == 200
+    return False
 
 
 @dataclass(frozen=True)
@@ -119,8 +136,10 @@ async def probe_endpoint(url: str, model: str, api: Api, prompt: str, prompt_tok
     async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
         req = PlannedRequest(0, "probe", None, prompt_tokens, PROBE_TOKENS, prompt)
         caps = ServerCaps()
-        # Drop extras one at a time until the server accepts the request.
+        # Drop extras one at a time until the server accepts the request; where min_tokens is
+        # refused, output lengths may still be forced by a generation_config (transformers).
         attempts = [caps, replace(caps, continuous_usage=False),
+                    replace(caps, continuous_usage=False, lengths_in_generation_config=True),
                     replace(caps, continuous_usage=False, forces_output_length=False),
                     ServerCaps(False, False, False)]
         if not force_lengths:

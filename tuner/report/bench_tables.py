@@ -67,6 +67,8 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
             if all(v is not None for v in value):
                 rows.append((label, " / ".join(fmt(v) for v in value if v is not None)))
         rows.append(("engine metrics", f"{srv.samples} scrapes"))
+    else:
+        rows.append(("engine metrics", "none: no Prometheus metrics read from the server"))
     if s.own_prefix_share is not None:
         rows.append(("prompt prefixes the run shares", share(s.own_prefix_share)))
     return rows

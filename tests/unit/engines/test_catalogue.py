@@ -22,7 +22,7 @@ from .sampling import sample_configs
 REPO = Path(__file__).resolve().parents[3]
 HELP = {"sglang": "sglang-0.5.6.txt", "tgi": "tgi-3.3.5.txt",
         "trtllm": "trtllm-serve-4c05a748.txt", "llamacpp": "llama-server-b11312.txt",
-        "vllm": "vllm-0.32.0.txt"}
+        "vllm": "vllm-0.32.0.txt", "transformers": "transformers-5.19.0.txt"}
 MODEL = ModelInfo(path="/m", architecture="LlamaForCausalLM", attention_heads=32, kv_heads=8,
                   max_model_len=8192, layers=32, hidden_size=4096)
 GPU8 = Hardware(device="gpu", cpu_model="x", cpu_cores=64, memory_gib=1024, numa_nodes=2,
@@ -47,21 +47,23 @@ def flags_in(argv: list[str]) -> set[str]:
     return {a.split("=")[0] for a in argv if re.match(r"^--?[A-Za-z]", a)}
 
 
-@pytest.mark.parametrize(("engine", "mode"), [
-    ("sglang", "container"), ("tgi", "container"), ("trtllm", "container"),
-    ("llamacpp", "container"), ("llamacpp", "process")])
-def test_every_rendered_flag_exists_in_the_engines_help(engine: str, mode: Mode,
+@pytest.mark.parametrize(("engine", "mode", "device"), [
+    ("sglang", "container", "gpu"), ("tgi", "container", "gpu"), ("trtllm", "container", "gpu"),
+    ("llamacpp", "container", "cpu"), ("llamacpp", "process", "cpu"),
+    ("transformers", "process", "cpu"), ("transformers", "process", "gpu")])
+def test_every_rendered_flag_exists_in_the_engines_help(engine: str, mode: Mode, device: str,
                                                         tmp_path: Path) -> None:
     spec = load_engine_spec(engine)
     text = (REPO / "engines" / "help" / HELP[engine]).read_text()
     model = model_folder(tmp_path)
-    hw = CPU if engine == "llamacpp" else GPU8
+    hw = CPU if device == "cpu" else GPU8
     seen: set[str] = set()
     for config in [{}, *sampled(engine, hw)]:
         rendered = render(spec, config, device=hw.device, mode=mode, cpus="1",
                           values={"python": "python3", "model": "/models", "served_name": "m",
                                   "port": "8000", "host": "0.0.0.0"}, model_root=model)
-        for flag in flags_in(rendered.argv):
+        argv = rendered.argv[3:] if rendered.argv[1:2] == ["-m"] else rendered.argv  # python -m
+        for flag in flags_in(argv):
             assert re.search(rf"(^|[\s,`]){re.escape(flag)}([\s,`=<]|$)", text, re.M), \
                 f"{engine}: {flag} is not in {HELP[engine]}"
             seen.add(flag)
@@ -73,7 +75,8 @@ def test_every_rendered_flag_exists_in_the_engines_help(engine: str, mode: Mode,
 
 
 def test_every_engine_and_space_file_loads_and_matches() -> None:
-    assert set(engine_names()) == {"llamacpp", "sglang", "tgi", "trtllm", "vllm"}
+    assert set(engine_names()) == {"llamacpp", "sglang", "tgi", "trtllm", "transformers",
+                                   "vllm"}
     for engine in engine_names():
         load_search_space(engine).check_against(load_engine_spec(engine))
         assert (REPO / "engines" / "help" / HELP[engine]).is_file()
@@ -82,11 +85,22 @@ def test_every_engine_and_space_file_loads_and_matches() -> None:
 def test_common_vocabulary_maps_onto_every_engine() -> None:
     common = {"max_batch_size", "max_batched_tokens", "kv_cache_dtype", "quantization",
               "prefix_caching", "max_model_len"}
-    for engine in engine_names():
+    for engine in set(engine_names()) - {"transformers"}:
         assert common <= set(load_engine_spec(engine).knobs), engine
     for engine in ("vllm", "sglang", "tgi", "trtllm"):
         assert {"tensor_parallel", "memory_fraction", "chunked_prefill"} <= set(
             load_engine_spec(engine).knobs), engine
+
+
+def test_transformers_serve_names_its_knobs_in_the_common_vocabulary_where_one_exists() -> None:
+    """It has no slot limit, KV-cache dtype, prefix-cache switch or context length on its
+    command line; what it has is named as the other engines name it."""
+    others = set().union(*(load_engine_spec(e).knobs for e in engine_names()
+                           if e != "transformers"))
+    own = set(load_engine_spec("transformers").knobs)
+    assert own - others == {"compile", "kv_cache_blocks"}
+    assert {"max_batched_tokens", "block_size", "dtype", "quantization", "memory_fraction",
+            "continuous_batching", "attention"} <= own & others
 
 
 def test_tgi_cannot_force_output_lengths_and_says_so() -> None:

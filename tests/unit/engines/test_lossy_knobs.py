@@ -13,6 +13,7 @@ LOSSY = {
     "sglang": {"kv_cache_dtype", "quantization"},
     "tgi": {"kv_cache_dtype", "quantization", "dtype"},
     "trtllm": {"quantization", "kv_cache_dtype"},
+    "transformers": {"dtype", "quantization"},
 }
 
 

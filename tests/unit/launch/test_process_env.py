@@ -3,12 +3,16 @@ two parallel trials apart (socket, ports, caches), without a GPU."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+import pytest
+
+from tuner.core import ConfigError
 from tuner.engines import Rendered, load_engine_spec, render
 from tuner.launch.base import LaunchRequest
 from tuner.launch.isolation import ephemeral_range, free_port, launch_values
-from tuner.launch.process import ProcessLauncher, engine_env
+from tuner.launch.process import ProcessLauncher, engine_env, missing_modules
 
 H100S = ["GPU-0a1b2c3d-0000-4000-8000-000000000000", "GPU-1a1b2c3d-0000-4000-8000-000000000001"]
 RENDERED = Rendered(argv=["engine"], env={"VLLM_USE_AOT_COMPILE": "0"})
@@ -113,3 +117,17 @@ def test_an_engine_memory_limit_caps_the_engines_address_space_alone() -> None:
         text=True, check=True).stdout
     assert seen.strip() == f"({limit}, {limit})"
     assert resource.getrlimit(resource.RLIMIT_AS) == mine
+
+
+def test_an_engine_whose_python_modules_are_missing_is_named_with_how_to_install_them(
+        ) -> None:
+    spec = load_engine_spec("transformers")
+    assert missing_modules(sys.executable, ["json", "no_such_module_here"]) == [
+        "no_such_module_here"]
+    assert missing_modules("/no/such/python", ["json"]) == ["json"]
+    lacking = spec.model_copy(update={"process": spec.process.model_copy(  # type: ignore[union-attr]
+        update={"requires": ["transformers", "no_such_module_here"]})})
+    with pytest.raises(ConfigError, match=r"transformers serve needs the Python module\(s\) "
+                       r"no_such_module_here, which .* cannot import: pip install "
+                       r"'transformers\[serving\]'"):
+        ProcessLauncher().check_program(lacking)
