@@ -1,4 +1,5 @@
-"""A small comparison of vLLM and llama.cpp on CPU, reusing the vLLM study of the tune test."""
+"""A small comparison of vLLM, llama.cpp and transformers serve on CPU, reusing the vLLM study
+of the tune test."""
 
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ from tests.integration.conftest import REPO, Study
 pytestmark = pytest.mark.integration
 
 
-def test_compare_vllm_and_llamacpp(vllm_study: Study, gguf_model: Path) -> None:
+def test_compare_vllm_llamacpp_and_transformers(vllm_study: Study, gguf_model: Path) -> None:
     assert vllm_study.done.returncode == 0, vllm_study.done.stderr[-2000:]
     vllm_trials_before = sorted(p.name for p in (vllm_study.run_dir / "trials").iterdir())
     done = subprocess.run(
-        [sys.executable, "-m", "tuner", "compare", "--engines", "vllm,llamacpp",
+        [sys.executable, "-m", "tuner", "compare", "--engines", "vllm,llamacpp,transformers",
          "--workload", str(REPO / "tests" / "data" / "workload-ci.yaml"),
          "--model", str(gguf_model), "--trials", "3", "--repeats", "1",
          "--out", str(vllm_study.out), "--seed", "3"],
@@ -32,7 +33,7 @@ def test_compare_vllm_and_llamacpp(vllm_study: Study, gguf_model: Path) -> None:
         vllm_trials_before
     report = json.loads((folder / "compare.json").read_text())
     engines = {e["engine"]: e for e in report["engines"]}
-    assert set(engines) == {"vllm", "llamacpp"}
+    assert set(engines) == {"vllm", "llamacpp", "transformers"}
     assert report["verdict"]
     # Both engines' defaults and tuned best met the SLOs, and every figure comes from measured
     # trials: each cost is recomputed from stored records.
@@ -50,7 +51,15 @@ def test_compare_vllm_and_llamacpp(vllm_study: Study, gguf_model: Path) -> None:
         study_trials = {json.loads(p.read_text())["number"]
                         for p in (Path(e["study_dir"]) / "trials").glob("*.json")}
         assert {t["number"] for t in e["trials"]} <= study_trials
+    # What an operator lives with, measured on each engine's own starts.
+    ops = {name: e["operations"] for name, e in engines.items()}
+    assert all(o["starts"] >= 1 and o["startup_median_s"] > 0 for o in ops.values()), ops
+    assert ops["vllm"]["metric_families"] > 10
+    assert ops["llamacpp"]["metric_families"] >= 1
+    assert ops["transformers"]["metrics_endpoint"] is False
+    assert all(o["health_lead_max_s"] is not None for o in ops.values()), ops
     assert (folder / "report.md").read_text().startswith("# Tuning delta vs engine delta")
+    assert "## What an operator lives with" in (folder / "report.md").read_text()
     html = (folder / "report.html").read_text()
     assert html.count("data:image/png;base64,") == 3
     client = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}")

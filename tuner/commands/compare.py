@@ -19,6 +19,7 @@ from rich.console import Console
 
 from tuner.commands.prepare import EngineFactory, Prepared, local_artifacts, prepare, real_engines
 from tuner.core import ConfigError, Settings, StudyError, validate
+from tuner.engines import load_engine_spec
 from tuner.host import running_on
 from tuner.launch import guarded
 from tuner.metric_registry import TTFT_P95
@@ -31,6 +32,7 @@ from tuner.report import (
     html_page,
     markdown,
     notes,
+    operations,
     table,
 )
 from tuner.study import (
@@ -82,8 +84,11 @@ def build(inputs: CompareInputs) -> Comparison:
         picked = {kind: by_number[n] for kind, n in (("defaults", ref.defaults_trial),
                                                      ("tuned", ref.tuned_trial))
                   if n is not None and n in by_number}
+        spec = load_engine_spec(ref.engine)
+        ops = operations(trials, maintenance=spec.maintenance,
+                         metrics_endpoint=spec.metrics_path is not None)
         result, s = engine_result(ref.engine, ref.display_name, ref.engine_version,
-                                  ref.study_dir, trials, picked, inputs.runs, inputs.seed)
+                                  ref.study_dir, trials, picked, inputs.runs, inputs.seed, ops)
         results.append(result)
         samples[ref.engine] = s
     deltas = engine_deltas(results, samples, inputs.runs, workload.capacity.search_resolution())

@@ -191,6 +191,8 @@ class EngineSpec(StrictModel):
     display_name: str
     distributions: list[str] = Field(default_factory=list,
                                      description="Python packages whose version is the engine's")
+    maintenance: str = Field(default="maintained", description="the engine's maintenance "
+                             "status as its maker states it (the comparison shows it)")
     process: ProcessLaunch | None = None
     container: ContainerLaunch | None = None
     readiness: Readiness = Readiness()

@@ -48,6 +48,12 @@ class EngineHandle(ABC):
     base_url: str
     log_path: Path
     rendered: Rendered
+    health_lead_s: float | None = None
+    """How long its health endpoint answered 200 before it served a completion, between the
+    two readiness polls (0: not before); None until ``wait_ready`` saw it ready."""
+    metric_families: int | None = None
+    """The Prometheus metric families its metrics endpoint exposed once ready (None: it has
+    none, or it did not answer)."""
 
     @abstractmethod
     def exit_code(self) -> int | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 
 import httpx
 
@@ -33,14 +34,17 @@ PROBE_TIMEOUT_S = 5.0
 
 
 def _ready(http: httpx.Client, handle: EngineHandle, health: str, served: str,
-           left_s: float, *, lists_model: bool = True) -> bool | None:
+           left_s: float, *, lists_model: bool = True,
+           healthy: Callable[[], None] = lambda: None) -> bool | None:
     """Health, model list (where the engine lists what it serves) and one completion answer,
     each within what is left of the startup bound (an engine that accepts connections and
-    answers nothing must not stretch it). None: the completion got a server error (5xx)."""
+    answers nothing must not stretch it); ``healthy`` is called when health answers 200. None:
+    the completion got a server error (5xx)."""
     probe = max(0.5, min(PROBE_TIMEOUT_S, left_s))
     try:
         if http.get(handle.base_url + health, timeout=probe).status_code != 200:
             return False
+        healthy()
         if lists_model:
             models = http.get(handle.base_url + "/v1/models", timeout=probe)
             if models.status_code != 200 or served not in {m.get("id") for m in
@@ -65,6 +69,7 @@ def wait_ready(handle: EngineHandle, spec: EngineSpec, served: str, *,
     poll_s = spec.readiness.poll_s
     timeout_s = timeout_s or spec.readiness.timeout_s
     start = time.monotonic()
+    first_healthy: list[float] = []  # the start of the poll where health first answered 200
     with httpx.Client(timeout=httpx.Timeout(5.0, connect=2.0)) as http:
         while True:
             elapsed = time.monotonic() - start
@@ -80,10 +85,14 @@ def wait_ready(handle: EngineHandle, spec: EngineSpec, served: str, *,
                 raise EngineStartError(f"engine ran out of memory while starting: {oom}",
                                        outcome="oom", exit_code=None,
                                        log_tail=handle.log_tail())
+            polled = elapsed
             ready = _ready(http, handle, health_path, served, timeout_s - elapsed,
-                           lists_model=spec.readiness.lists_model)
+                           lists_model=spec.readiness.lists_model,
+                           healthy=partial(first_healthy.append, polled))
             if ready:
                 log.debug("engine ready after %.1fs", elapsed)
+                handle.health_lead_s = round(polled - first_healthy[0], 3)
+                handle.metric_families = metric_families(http, handle.metrics_url)
                 return elapsed
             refused = None if ready is not None else first_line(
                 handle.log_text(), failures.invalid_config)
@@ -106,3 +115,17 @@ def last_line(text: str) -> str:
     """The last line of a log that says something (shortened)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:200] if lines else ""
+
+
+def metric_families(http: httpx.Client, url: str | None) -> int | None:
+    """How many Prometheus metric families the endpoint exposes (its ``# TYPE`` lines); None
+    when there is no endpoint or it does not answer."""
+    if url is None:
+        return None
+    try:
+        resp = http.get(url, timeout=PROBE_TIMEOUT_S)
+    except httpx.HTTPError:
+        return None
+    if resp.status_code != 200:
+        return None
+    return sum(line.startswith("# TYPE ") for line in resp.text.splitlines())

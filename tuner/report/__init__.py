@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         comparison_verdict,
         engine_deltas,
         engine_result,
+        operations,
     )
     from tuner.report.document import html_page, markdown, notes, table
     from tuner.report.measure_report import measure_table, spread_lines
@@ -41,7 +42,7 @@ __all__ = [
     "Comparison", "all_plots", "baseline_text", "best_config_yaml", "capacity_table",
     "comparison_verdict",
     "count", "engine_deltas", "engine_result", "final_table", "front_table", "html_page",
-    "markdown", "measure_table", "notes", "plot_fit", "prefix_cache_warning", "share",
+    "markdown", "measure_table", "notes", "operations", "plot_fit", "prefix_cache_warning", "share",
     "spread_lines", "study_verdict", "summary_table", "table", "tradeoff_plot", "write_plots",
     "write_trials_csv",
 ]

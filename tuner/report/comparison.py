@@ -46,6 +46,44 @@ class CurvePoint(BaseModel):
     output_tokens_per_s: float
 
 
+class Operations(BaseModel):
+    """What an operator lives with, read off the study's engine starts and the engine's spec."""
+
+    starts: int = Field(description="starts that got ready and recorded these figures")
+    startup_median_s: float | None = Field(description="start to ready (a completion served)")
+    health_lead_max_s: float | None = Field(description=(
+        "the longest its health endpoint answered 200 before it served (0: never before)"))
+    metrics_endpoint: bool
+    metric_families: int | None = Field(description="Prometheus metric families exposed")
+    maintenance: str
+
+    def cells(self) -> list[str]:
+        """start-up, health before serving, metrics, status: as the report's table shows them."""
+        if not self.starts:
+            startup = health = "not recorded"
+        else:
+            startup = f"{self.startup_median_s:.1f} s (median of {self.starts})"
+            lead = self.health_lead_max_s or 0.0
+            health = f"yes: up to {lead:.1f} s before" if lead > 0 else "no"
+        metrics = ("none (no endpoint)" if not self.metrics_endpoint
+                   else "not read" if self.metric_families is None
+                   else f"{self.metric_families} families")
+        return [startup, health, metrics, self.maintenance]
+
+
+def operations(results: list[TrialResult], *, maintenance: str, metrics_endpoint: bool
+               ) -> Operations:
+    """The operator's figures over a study's starts that got ready."""
+    ready = [r for r in results if r.health_lead_s is not None and not r.rejected_before_launch]
+    startups = [r.timing.startup_s / max(1, r.starts) for r in ready]
+    families = [r.metric_families for r in ready if r.metric_families is not None]
+    return Operations(
+        starts=len(ready), startup_median_s=float(np.median(startups)) if startups else None,
+        health_lead_max_s=max((r.health_lead_s or 0.0 for r in ready), default=None),
+        metrics_endpoint=metrics_endpoint, metric_families=max(families) if families else None,
+        maintenance=maintenance)
+
+
 class EngineResult(BaseModel):
     engine: str
     display_name: str
@@ -59,6 +97,7 @@ class EngineResult(BaseModel):
     search_best: Remeasured | None = Field(default=None, description=(
         "the search's cheapest configuration when, re-measured, it lost to the defaults"))
     note: str = ""
+    operations: Operations | None = None
 
 
 class EngineDelta(BaseModel):
@@ -110,7 +149,7 @@ def _curve(trial: TrialResult | None) -> list[CurvePoint]:
 
 def engine_result(engine: str, display: str, version: str, study_dir: str,
                   results: list[TrialResult], picked: dict[str, TrialResult],
-                  runs: list[MeasuredRun], seed: int
+                  runs: list[MeasuredRun], seed: int, ops: Operations | None = None
                   ) -> tuple[EngineResult, dict[str, np.ndarray]]:
     samples: dict[str, np.ndarray] = {}
     measured: dict[str, Remeasured | None] = {"defaults": None, "tuned": None}
@@ -140,7 +179,7 @@ def engine_result(engine: str, display: str, version: str, study_dir: str,
     return EngineResult(engine=engine, display_name=display, engine_version=version,
                         study_dir=study_dir, defaults=d, tuned=t, tuning_delta=delta,
                         trials=_points(engine, results), tuned_curve=_curve(curve_of),
-                        search_best=searched, note=note), samples
+                        search_best=searched, note=note, operations=ops), samples
 
 
 def lost_text(searched: Remeasured, defaults: Remeasured) -> str:

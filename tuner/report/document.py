@@ -56,6 +56,27 @@ def delta_rows(c: Comparison) -> list[list[str]]:
 DELTA_HEAD = ["compared", "best", "other", "engine delta (other/best)", "winner called"]
 
 
+OPS_HEAD = ["engine", "version", "start-up to ready", "/health before it serves",
+            "Prometheus metrics", "status"]
+
+
+def operations_rows(c: Comparison) -> list[list[str]]:
+    """What an operator lives with, per engine: measured on the study's starts where it can
+    be, the status as the engine's spec records it."""
+    out = []
+    for e in c.engines:
+        if e.operations is not None:
+            startup, health, metrics, status = e.operations.cells()
+            out.append([e.display_name, e.engine_version, startup, health, metrics, status])
+    return out
+
+
+OPS_NOTE = ("Start-up is from launch to the first completion served, the median of the study's "
+            "starts that got ready; \"/health before it serves\" is whether the health "
+            "endpoint answered 200 on an earlier readiness poll than the first completion; "
+            "metrics are the families the engine's Prometheus endpoint exposed once ready.")
+
+
 def table(c: Comparison) -> Table:
     """The terminal's table, 80 columns wide: each interval under its figure, three digits; the
     notes go below it (:func:`notes`)."""
@@ -90,6 +111,9 @@ def markdown(c: Comparison, plots: dict[str, Path]) -> str:
                         ("capacity", "Capacity curves of the tuned configurations")):
         if name in plots:
             parts += [f"## {title}", "", f"![{title}]({plots[name].name})", ""]
+    ops = operations_rows(c)
+    if ops:
+        parts += ["## What an operator lives with", "", OPS_NOTE, "", md_table(OPS_HEAD, ops), ""]
     parts += ["## Engines", ""]
     parts += [engine_section(e) for e in c.engines]
     return "\n".join(parts) + "\n"
@@ -118,6 +142,10 @@ def html_page(c: Comparison, plots: dict[str, Path]) -> str:
         f'{base64.b64encode(path.read_bytes()).decode()}">' for name, path in plots.items())
     deltas = (f"<h2>Engine delta</h2>{h_table(DELTA_HEAD, delta_rows(c))}"
               if c.engine_deltas else "")
+    ops = operations_rows(c)
+    if ops:
+        deltas += (f"<h2>What an operator lives with</h2><p>{html.escape(OPS_NOTE)}</p>"
+                   f"{h_table(OPS_HEAD, ops)}")
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>tuner comparison</title>"
         "<style>body{font-family:sans-serif;max-width:960px;margin:2em auto}"

@@ -64,6 +64,10 @@ class TrialResult(BaseModel):
                              "--against), the pair this fresh start belongs to, from 1")
     baseline: str | None = Field(default=None, description="the name of the user's current "
                                  "configuration (tune --baseline) when this trial measured it")
+    health_lead_s: float | None = Field(default=None, description=(
+        "how long the engine's health endpoint answered before it served (its last start)"))
+    metric_families: int | None = Field(default=None, description=(
+        "Prometheus metric families the engine exposed once ready (None: none, no endpoint)"))
 
     @property
     def feasible(self) -> bool:

@@ -222,6 +222,8 @@ def _launch_and_measure(ctx: TrialContext, config: dict[str, Any], tag: str, def
             ctx.measurer.wait_ready(handle)
         finally:
             timing.startup_s = time.monotonic() - t_ready
+        result.health_lead_s, result.metric_families = (handle.health_lead_s,
+                                                        handle.metric_families)
         if guard is not None and not lossy:
             guard.record_reference(ctx.measurer, handle, result.number, defaults=defaults)
         t_measure = time.monotonic()

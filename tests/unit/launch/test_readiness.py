@@ -7,12 +7,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tuner.core import EngineStartError
 from tuner.engines import Rendered, load_engine_spec
 from tuner.launch.base import EngineHandle
-from tuner.launch.readiness import wait_ready
+from tuner.launch.readiness import metric_families, wait_ready
 
 
 class Loading(EngineHandle):
@@ -42,3 +43,14 @@ def test_a_slow_start_times_out_within_its_bound_with_its_last_log_line(
     assert str(err.value) == ("engine not ready after 1.5s (startup timeout); its log ends: "
                               "loading weights: 20%")
     assert "loading weights: 10%" in err.value.log_tail
+
+
+def test_metric_families_are_the_endpoints_type_lines() -> None:
+    text = ("# HELP a_total A.\n# TYPE a_total counter\na_total 1\n"
+            "# HELP b B.\n# TYPE b gauge\nb 2\n")
+    with httpx.Client(transport=httpx.MockTransport(
+            lambda r: httpx.Response(200 if r.url.path == "/metrics" else 404, text=text))
+            ) as http:
+        assert metric_families(http, "http://e/metrics") == 2
+        assert metric_families(http, "http://e/nothing") is None
+        assert metric_families(http, None) is None

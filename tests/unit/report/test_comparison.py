@@ -13,10 +13,11 @@ from tuner.report.comparison import (
     comparison_verdict,
     engine_deltas,
     engine_result,
+    operations,
 )
 from tuner.report.document import html_page, markdown
 from tuner.report.plots import all_plots, pareto
-from tuner.study import TrialResult
+from tuner.study import Timing, TrialResult
 from tuner.study.repeats import MeasuredRun
 
 MS = 1_000_000
@@ -192,3 +193,32 @@ def test_a_search_best_that_loses_to_the_defaults_on_fresh_starts_is_not_the_tun
     assert a.note.startswith("the search's best (trial 11) cost more than the defaults on fresh "
                              "starts")
     assert samples["tuned"] is samples["defaults"]
+
+
+def test_the_page_shows_what_an_operator_lives_with(tmp_path: Path) -> None:
+    """Start-up (the median of the starts that got ready, per start), whether /health answered
+    before the engine served, its Prometheus metrics, its status as the spec records it."""
+    started = [trial(n, n == 0, 1.0).model_copy(update={
+        "health_lead_s": lead, "metric_families": families, "starts": starts,
+        "timing": Timing(startup_s=seconds)})
+        for n, lead, families, starts, seconds in ((0, 0.0, 61, 1, 10.0), (1, 0.0, 61, 2, 24.0),
+                                                   (2, 1.2, 61, 1, 30.0))]
+    never_ready = trial(3, False, 1.0).model_copy(update={"outcome": "startup_timeout"})
+    ops = operations([*started, never_ready], maintenance="maintained", metrics_endpoint=True)
+    assert (ops.starts, ops.startup_median_s, ops.health_lead_max_s) == (3, 12.0, 1.2)
+    assert ops.cells() == ["12.0 s (median of 3)", "yes: up to 1.2 s before", "61 families",
+                           "maintained"]
+    none = operations(started, maintenance="maintenance mode", metrics_endpoint=False)
+    assert none.cells()[2] == "none (no endpoint)"
+    assert operations([never_ready], maintenance="m", metrics_endpoint=True).cells()[:2] == [
+        "not recorded", "not recorded"]
+    runs = [run(tmp_path, "a", 0, True, 50, 0)]
+    a, _ = engine_result("a", "A", "1", "s", started[:1], {"defaults": started[0]}, runs,
+                         seed=0, ops=none)
+    c = Comparison(workload="w.yaml", slo_ttft_p95_ms=100, engines=[a], engine_deltas=[],
+                   verdict="v", runs=runs)
+    md = markdown(c, {})
+    assert "## What an operator lives with" in md
+    assert ("| A | 1 | 12.0 s (median of 3) | yes: up to 1.2 s before | none (no endpoint) | "
+            "maintenance mode |") in md
+    assert "What an operator lives with" in html_page(c, {})
