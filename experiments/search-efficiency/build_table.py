@@ -108,7 +108,8 @@ def main() -> None:
         "the last configuration"))
     parser.add_argument("--until", default=None, metavar="HH:MM", help=(
         "UTC time by which to stop: no configuration is begun that, with the closing "
-        "measurement of the defaults, would not end by then"))
+        "measurement of the defaults, would not end by then (judged by the longest row so "
+        "far; a time already past: only the closing measurement)"))
     args = parser.parse_args()
     grid = yaml.safe_load(args.grid.read_text())
     engine, knobs = grid["engine"], grid["knobs"]
@@ -177,7 +178,7 @@ def main() -> None:
         anchor()  # a machine new to the table: its defaults first, to scale its rows by
     took: list[float] = []
     for i, config in enumerate(todo):
-        if deadline is not None and took and time.time() + 2.2 * max(took) > deadline:
+        if deadline is not None and time.time() + 2.2 * max(took, default=0.0) > deadline:
             print(f"stopping by {args.until} UTC: {len(todo) - i} configurations left",
                   flush=True)
             break
