@@ -30,7 +30,7 @@ def kind(path: Path) -> str:
         return "enqueue"
     if path.name.startswith("grid-"):
         return "grid"
-    if "controls" in rel:  # experiments/verdicts/controls: tune measure --config files
+    if "controls" in rel or path.name.startswith("preset-"):  # tune measure --config files
         return "config"
     if rel[:3] == ("tuner", "models", "shapes"):
         return "shape"
@@ -50,7 +50,7 @@ def test_yaml_file_is_valid(path: Path) -> None:
         assert implausible(load_workload(path)) == []  # no SLO in seconds written as ms
     elif k == "enqueue":
         configs = parse_enqueue(path)
-        engine = "llamacpp" if "llamacpp" in path.name else "vllm"
+        engine = next((e for e in ("llamacpp", "transformers") if e in path.name), "vllm")
         spec = parse_engine_spec(REPO / "engines" / f"{engine}.yaml")
         for config in configs:
             assert set(config) <= set(spec.knobs), config
