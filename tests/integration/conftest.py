@@ -149,10 +149,16 @@ class Study:
 
 
 @pytest.fixture(scope="session")
-def vllm_study(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Study:
+def studies(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where `tune compare --out` finds the studies it reuses (compare-workload-ci/)."""
+    return tmp_path_factory.mktemp("studies")
+
+
+@pytest.fixture(scope="session")
+def vllm_study(tiny_model: Path, studies: Path) -> Study:
     """A short real study of vLLM, shared: the tune test checks it, the compare test reuses it.
     It is laid out the way `tune compare` lays out its studies."""
-    out = tmp_path_factory.mktemp("studies")
+    out = studies
     folder = out / "compare-workload-ci"
     env = {**os.environ, "TUNER_HF_TOKEN": SECRET}
     done = subprocess.run(
@@ -165,6 +171,23 @@ def vllm_study(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> St
          "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}"],
         capture_output=True, text=True, timeout=1500, env=env)
     return Study(done, out, folder / "vllm-workload-ci", folder / "mlflow.db")
+
+
+@pytest.fixture(scope="session")
+def transformers_study(tiny_model: Path, studies: Path) -> Study:
+    """A 2-trial real study of transformers serve, shared: its own test checks it, the compare
+    test reuses it (laid out as `tune compare` lays out its studies). Trial 1 is continuous
+    batching with a small paged cache (tests/data/enqueue-transformers-ci.yaml)."""
+    folder = studies / "compare-workload-ci"
+    done = subprocess.run(
+        [sys.executable, "-m", "tuner", "--engine", "transformers",
+         "--workload", str(REPO / "tests" / "data" / "workload-ci.yaml"),
+         "--model", str(tiny_model), "--trials", "2", "--remeasure-top", "0",
+         "--enqueue", str(REPO / "tests" / "data" / "enqueue-transformers-ci.yaml"),
+         "--out", str(folder), "--study-name", "transformers-workload-ci", "--seed", "3",
+         "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}"],
+        capture_output=True, text=True, timeout=1500)
+    return Study(done, studies, folder / "transformers-workload-ci", folder / "mlflow.db")
 
 
 @dataclass

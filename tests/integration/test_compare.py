@@ -17,20 +17,22 @@ from tests.integration.conftest import REPO, Study
 pytestmark = pytest.mark.integration
 
 
-def test_compare_vllm_llamacpp_and_transformers(vllm_study: Study, gguf_model: Path) -> None:
+def test_compare_vllm_llamacpp_and_transformers(vllm_study: Study, transformers_study: Study,
+                                                gguf_model: Path) -> None:
     assert vllm_study.done.returncode == 0, vllm_study.done.stderr[-2000:]
-    vllm_trials_before = sorted(p.name for p in (vllm_study.run_dir / "trials").iterdir())
+    assert transformers_study.done.returncode == 0, transformers_study.done.stderr[-2000:]
+    reused = {s.run_dir: sorted(p.name for p in (s.run_dir / "trials").iterdir())
+              for s in (vllm_study, transformers_study)}
     done = subprocess.run(
         [sys.executable, "-m", "tuner", "compare", "--engines", "vllm,llamacpp,transformers",
          "--workload", str(REPO / "tests" / "data" / "workload-ci.yaml"),
-         "--model", str(gguf_model), "--trials", "3", "--repeats", "1",
+         "--model", str(gguf_model), "--trials", "2", "--repeats", "1",
          "--out", str(vllm_study.out), "--seed", "3"],
         capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stderr[-3000:]
     folder = vllm_study.out / "compare-workload-ci"
-    # The vLLM study was reused, not run again.
-    assert sorted(p.name for p in (vllm_study.run_dir / "trials").iterdir()) == \
-        vllm_trials_before
+    # The vLLM and transformers studies were reused, not run again.
+    assert {d: sorted(p.name for p in (d / "trials").iterdir()) for d in reused} == reused
     report = json.loads((folder / "compare.json").read_text())
     engines = {e["engine"]: e for e in report["engines"]}
     assert set(engines) == {"vllm", "llamacpp", "transformers"}

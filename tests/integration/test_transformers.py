@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.integration.conftest import Study
 from tuner.core import EngineStartError
 from tuner.engines import load_engine_spec
 from tuner.launch import EngineHandle, LaunchRequest, ProcessLauncher, wait_ready
@@ -122,21 +123,17 @@ def test_what_the_rules_forbid_the_server_refuses_and_it_is_an_invalid_config(
     assert said in str(err.value)
 
 
-def test_a_two_trial_study_on_transformers_serve(tiny_model: Path, tmp_path: Path) -> None:
-    out = tmp_path / "runs"
-    done = subprocess.run(
-        [sys.executable, "-m", "tuner", "--engine", "transformers",
-         "--workload", str(DATA / "workload-ci.yaml"), "--model", str(tiny_model),
-         "--trials", "2", "--remeasure-top", "0", "--seed", "3",
-         "--enqueue", str(DATA / "enqueue-transformers-ci.yaml"), "--out", str(out)],
-        capture_output=True, text=True, timeout=1200)
+def test_a_two_trial_study_on_transformers_serve(transformers_study: Study,
+                                                tiny_model: Path) -> None:
+    done, study = transformers_study.done, transformers_study.run_dir
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (study,) = out.iterdir()
     trials = [json.loads(p.read_text()) for p in sorted((study / "trials").glob("*.json"))]
-    assert len(trials) >= 2
+    assert len(trials) == 2, [t["number"] for t in trials]
     assert trials[0]["defaults"]
-    assert trials[0]["outcome"] == "ok", trials[0]
-    assert {t["config"].get("continuous_batching") for t in trials[1:]} == {True}
-    assert all(t["outcome"] == "ok" for t in trials), [t["outcome"] for t in trials]
+    assert trials[1]["config"]["continuous_batching"] is True
+    assert [t["outcome"] for t in trials] == ["ok", "ok"], [t["detail"] for t in trials]
+    assert "--continuous-batching" in trials[1]["command"]
+    assert all(t["health_lead_s"] is not None for t in trials)  # readiness saw each serve
+    assert all(t["metric_families"] is None for t in trials)  # no metrics endpoint
     host = json.loads((study / "host.json").read_text())
     assert host["served_name"] == str(tiny_model)
