@@ -44,10 +44,16 @@ def normalise_endpoint(url: str) -> str:
 async def check_serves(url: str, model: str) -> None:
     """The endpoint is reachable, OpenAI-compatible and serves ``model`` (checked before
     anything is loaded for the model, so a misspelt name is not taken for a missing
-    tokenizer). A model its list does not name is served if a one-token request for it is
-    answered: transformers serve lists its hub cache, not the folder it was started with."""
+    tokenizer). A model its list does not name, or a list that cannot be read, is served if a
+    one-token request for it is answered: transformers serve lists its hub cache (and answers
+    500 where there is none), not the folder it was started with."""
     async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
-        models = await served_models(http, url)
+        try:
+            models = await served_models(http, url)
+        except EndpointError as unlisted:
+            if "cannot reach" in str(unlisted) or not await _answers_for(http, url, model):
+                raise
+            return
         if model in models or await _answers_for(http, url, model):
             return
     close = difflib.get_close_matches(model, models, n=1, cutoff=0.6)

@@ -50,10 +50,10 @@ FORCED = "/models/tiny"
 
 def pinned_server(request: httpx.Request) -> httpx.Response:
     """What transformers serve 5.19 answers, started on FORCED: its model list is its hub cache
-    (empty here), a request naming another model is refused with 400, fields outside its
-    params are refused with 422, and the last streamed event carries the usage."""
-    if request.url.path == "/v1/models":
-        return httpx.Response(200, json={"object": "list", "data": []})
+    (none here: HTTP 500), a request naming another model is refused with 400, fields outside
+    its params are refused with 422, and the last streamed event carries the usage."""
+    if request.url.path == "/v1/models":  # no hub cache: scan_cache_dir raises, FastAPI 500s
+        return httpx.Response(500, text="Internal Server Error")
     body = json.loads(request.content)
     if body.get("model") != FORCED:
         return httpx.Response(400, json={"detail": f"Server is pinned to '{FORCED}'"})
@@ -82,7 +82,7 @@ def pinned(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_a_server_that_lists_not_its_forced_model_serves_it_when_a_request_is_answered(
         ) -> None:
     await probe.check_serves("http://x", FORCED)
-    with pytest.raises(EndpointError, match="does not serve model 'tiny'; it serves nothing"):
+    with pytest.raises(EndpointError, match="GET /v1/models answered HTTP 500"):
         await probe.check_serves("http://x", "tiny")
 
 
@@ -98,3 +98,18 @@ async def test_lengths_go_in_a_generation_config_where_min_tokens_is_refused() -
     assert json.loads(body["generation_config"]) == {"min_new_tokens": 12}
     assert "min_tokens" not in body
     assert "ignore_eos" not in body
+
+
+async def test_a_model_missing_from_a_readable_list_is_served_when_a_request_is_answered(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def listed_empty(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/models":  # a hub cache without the forced folder
+            return httpx.Response(200, json={"object": "list", "data": [{"id": "org/other"}]})
+        return pinned_server(request)
+
+    real = httpx.AsyncClient
+    monkeypatch.setattr(probe.httpx, "AsyncClient", lambda **kw: real(
+        transport=httpx.MockTransport(listed_empty), **kw))
+    await probe.check_serves("http://x", FORCED)
+    with pytest.raises(EndpointError, match="does not serve model 'tiny'; it serves org/other"):
+        await probe.check_serves("http://x", "tiny")
