@@ -10,6 +10,7 @@ SIGTERM).
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 import traceback
@@ -24,7 +25,7 @@ from rich.markup import escape
 
 from tuner import __version__, cli_help
 from tuner.core import EXIT_INTERRUPTED, Settings, TunerError, study_exit_code
-from tuner.host import out_of_space, what_filled
+from tuner.host import cpu_list, out_of_space, what_filled
 
 if TYPE_CHECKING:
     from tuner.commands.prepare import EngineFactory
@@ -93,8 +94,14 @@ def engine_factory_of(ctx: typer.Context) -> EngineFactory:
 
 
 def check_workers(workers: int | None) -> int | None:
+    """Load-generator processes: 1 to 64, and no more than the cores this process may run on
+    (each worker is one event loop on one core)."""
     if workers is not None and not 1 <= workers <= 64:
         raise fail(f"--workers {workers}: give 1 to 64 processes (or leave it out)", 2)
+    cores = os.sched_getaffinity(0)
+    if workers is not None and workers > len(cores):
+        raise fail(f"--workers {workers}: this process may run on {len(cores)} core(s) "
+                   f"({cpu_list(sorted(cores))}); give at most {len(cores)}", 2)
     return workers
 
 

@@ -4,11 +4,14 @@ with the closest valid name), the line of a trace, and the fix; exit code 2."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+import typer
 
 from tests.unit.cli_runner import REPO, one_line_error, tune_all
+from tuner.cli import check_workers
 
 SMOKE = (REPO / "experiments" / "workloads" / "smoke.yaml").read_text()
 GOOD_LINE = '{"offset_s": 0, "input_tokens": 10, "output_tokens": 5}\n'
@@ -269,3 +272,15 @@ def test_a_served_name_for_an_engine_that_cannot_set_one_is_one_line(tmp_path: P
                         "--out", str(tmp_path / "runs"), "--served-name", "tiny"])
     one_line_error(done, 2, "--served-name tiny: transformers serve has no option to name the "
                    "model it serves (requests name it by --model); leave --served-name out")
+
+
+def test_more_workers_than_cores_is_one_line_naming_the_cores(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {2, 3, 5})
+    assert check_workers(3) == 3
+    with pytest.raises(typer.Exit) as done:
+        check_workers(4)
+    assert done.value.exit_code == 2
+    said = " ".join(capsys.readouterr().err.split())
+    assert said == ("error: --workers 4: this process may run on 3 core(s) (2-3,5); give at "
+                    "most 3")
