@@ -204,11 +204,16 @@ def main() -> None:
 
 
 def _deadline(hh_mm: str) -> float:
-    """The next time (epoch seconds) the UTC clock reads HH:MM."""
+    """The time (epoch seconds) the UTC clock reads HH:MM nearest to now, within 12 hours
+    either way: 01:15 at 23:40 is in 95 minutes, 00:30 at 00:34 is past."""
     now = time.time()
     hours, minutes = (int(x) for x in hh_mm.split(":"))
-    today = now - now % 86400 + hours * 3600 + minutes * 60
-    return today if today > now else today + 86400
+    at = now - now % 86400 + hours * 3600 + minutes * 60
+    if at < now - 43200:
+        at += 86400
+    elif at > now + 43200:
+        at -= 86400
+    return at
 
 
 if __name__ == "__main__":
