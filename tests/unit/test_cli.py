@@ -88,7 +88,8 @@ def test_tune_without_a_model_is_bad_input() -> None:
 def test_unknown_engine_lists_the_known_ones(tiny_model: Path) -> None:
     done = tune("--engine", "vlm", "--workload", str(WORKLOAD), "--model", str(tiny_model))
     one_line_error(done, 2,
-                   "unknown engine 'vlm'; choose one of: llamacpp, sglang, tgi, trtllm, vllm")
+                   "unknown engine 'vlm'; choose one of: llamacpp, sglang, tgi, transformers, "
+                   "trtllm, vllm")
 
 
 @pytest.mark.slow

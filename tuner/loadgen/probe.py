@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 import logging
+import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -45,16 +46,18 @@ async def check_serves(url: str, model: str) -> None:
     """The endpoint is reachable, OpenAI-compatible and serves ``model`` (checked before
     anything is loaded for the model, so a misspelt name is not taken for a missing
     tokenizer). A model its list does not name, or a list that cannot be read, is served if a
-    one-token request for it is answered: transformers serve lists its hub cache (and answers
-    500 where there is none), not the folder it was started with."""
+    one-token request for it is answered and one for a name nobody serves is refused:
+    transformers serve lists its hub cache (and answers 500 where there is none), not the
+    folder it was started with, and refuses any other name; llama-server answers any name,
+    so its list decides."""
     async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
         try:
             models = await served_models(http, url)
         except EndpointError as unlisted:
-            if "cannot reach" in str(unlisted) or not await _answers_for(http, url, model):
+            if "cannot reach" in str(unlisted) or not await _serves_only(http, url, model):
                 raise
             return
-        if model in models or await _answers_for(http, url, model):
+        if model in models or await _serves_only(http, url, model):
             return
     close = difflib.get_close_matches(model, models, n=1, cutoff=0.6)
     meant = f"did you mean {close[0]!r}? " if close else ""
@@ -79,6 +82,13 @@ async def served_models(http: httpx.AsyncClient, url: str) -> list[str]:
     except (ValueError, KeyError, TypeError) as exc:
         raise EndpointError(f"{url} is not an OpenAI-compatible server: GET /v1/models did not "
                             "return a model list") from exc
+
+
+async def _serves_only(http: httpx.AsyncClient, url: str, model: str) -> bool:
+    """Whether the server answers a request for ``model`` and refuses one for another name
+    (a server that answers any name does not say which model it serves)."""
+    return (await _answers_for(http, url, model)
+            and not await _answers_for(http, url, f"{model}-{uuid.uuid4().hex[:8]}-not-served"))
 
 
 async def _answers_for(http: httpx.AsyncClient, url: str, model: str) -> bool:
