@@ -92,13 +92,18 @@ async def _serves_only(http: httpx.AsyncClient, url: str, model: str) -> bool:
 
 
 async def _answers_for(http: httpx.AsyncClient, url: str, model: str) -> bool:
-    """Whether a one-token request naming ``model`` is answered (completions, else chat)."""
+    """Whether a one-token request naming ``model`` is answered (completions, else chat). A
+    connection the server closed after an error (Uvicorn after a 500) is tried once more on a
+    new one."""
     for path, prompt in (("/v1/completions", {"prompt": "Hello"}),
                          ("/v1/chat/completions",
                           {"messages": [{"role": "user", "content": "Hello"}]})):
+        body = {"model": model, "max_tokens": 1, **prompt}
         try:
-            resp = await http.post(f"{url}{path}", json={"model": model, "max_tokens": 1,
-                                                         **prompt})
+            try:
+                resp = await http.post(f"{url}{path}", json=body)
+            except (httpx.ReadError, httpx.RemoteProtocolError):
+                resp = await http.post(f"{url}{path}", json=body)
         except httpx.HTTPError:
             return False
         if resp.status_code != 404:
