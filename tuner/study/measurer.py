@@ -61,7 +61,10 @@ class HttpMeasurer:
                               "phase", f"starting engine ({s:.0f}s)"))
 
     async def _bench(self, handle: EngineHandle, accelerators: int) -> Bench:
-        return await open_bench(self.workload, handle.base_url,
+        # Requests name the model as the engine serves it (--served-name, or for an engine
+        # that cannot name it, its path), not necessarily as the workload does.
+        return await open_bench(self.workload.model_copy(update={"model": self.served_name}),
+                                handle.base_url,
                                 tokenizer=self.workload.tokenizer or self.tokenizer,
                                 models_dir=self.models_dir, metrics_url=handle.metrics_url,
                                 accelerators=accelerators,
