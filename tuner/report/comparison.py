@@ -228,7 +228,10 @@ def engine_deltas(results: list[EngineResult], samples: dict[str, dict[str, np.n
             verdict = verdict_between(runs or [], (best.engine, best_m.trial),
                                       (other.engine, other_m.trial), resolution,
                                       family=len(scored) - 1)
-            called = verdict.kind == "better" if verdict is not None else ratio.low > 1.0
+            # Without paired starts, a winner over requests only past the resolution: a
+            # bootstrap over thousands of requests makes a 0.3% difference "sure".
+            called = (verdict.kind == "better" if verdict is not None
+                      else ratio.low > 1.0 + resolution)
             out.append(EngineDelta(kind=kind, best=best.engine, other=other.engine,
                                    ratio=ratio, winner_called=called, verdict=verdict))
     return out
@@ -256,8 +259,15 @@ def comparison_verdict(results: list[EngineResult], deltas: list[EngineDelta]) -
     caveat = (f" (but {' and '.join(unheld)} {NOT_MET} on some fresh starts: see the "
               "notes)") if unheld else ""
     if biggest is not None and biggest.tuning_delta is not None and top is not None:
-        advice = ("tune before you switch" if biggest.tuning_delta.value >= top.ratio.value
-                  else "switching engines pays more than tuning")
+        tuned = biggest.tuning_delta.low > 1 and not (
+            biggest.tuned is not None and biggest.defaults is not None
+            and biggest.tuned.trial == biggest.defaults.trial)
+        if not tuned and not top.winner_called:
+            advice = "neither tuning nor switching engines resolved a gain here"
+        elif not top.winner_called or (tuned and biggest.tuning_delta.value >= top.ratio.value):
+            advice = "tune before you switch"
+        else:
+            advice = "switching engines pays more than tuning"
         return "; ".join(parts) + f": {advice}{caveat}"
     return ("; ".join(parts) + caveat) if parts else "no engine met the SLOs on this workload"
 

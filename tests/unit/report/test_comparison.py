@@ -222,3 +222,23 @@ def test_the_page_shows_what_an_operator_lives_with(tmp_path: Path) -> None:
     assert ("| A | 1 | 12.0 s (median of 3) | yes: up to 1.2 s before | none (no endpoint) | "
             "maintenance mode |") in md
     assert "What an operator lives with" in html_page(c, {})
+
+
+def test_a_difference_inside_the_resolution_is_no_win_over_requests(tmp_path: Path) -> None:
+    """Three engines at the same capacity whose requests differ by a token or two: the
+    bootstrap over requests is narrow, but a 0.5% difference is no winner, and with no tuning
+    gain either the advice says neither resolved (the CI comparison said "switching engines
+    pays more than tuning" on 1.00x (1.00-1.00))."""
+    results, samples = [], {}
+    for name, tokens in (("a", 200), ("b", 199), ("c", 198)):
+        runs = [run(tmp_path, name, 0, True, tokens, r) for r in range(2)]
+        r, s = engine_result(name, name.upper(), "1", "s", [trial(0, True, 1.0)],
+                             {"defaults": trial(0, True, 1.0), "tuned": trial(0, True, 1.0)},
+                             runs, seed=0)
+        results.append(r)
+        samples[name] = s
+    deltas = engine_deltas(results, samples, resolution=0.05)
+    assert deltas
+    assert not any(d.winner_called for d in deltas), [d.ratio for d in deltas]
+    assert comparison_verdict(results, deltas).endswith(
+        "neither tuning nor switching engines resolved a gain here")
