@@ -259,12 +259,12 @@ def comparison_verdict(results: list[EngineResult], deltas: list[EngineDelta]) -
     caveat = (f" (but {' and '.join(unheld)} {NOT_MET} on some fresh starts: see the "
               "notes)") if unheld else ""
     if biggest is not None and biggest.tuning_delta is not None and top is not None:
-        tuned = biggest.tuning_delta.low > 1 and not (
+        gained = biggest.tuning_delta.low > 1 and not (
             biggest.tuned is not None and biggest.defaults is not None
             and biggest.tuned.trial == biggest.defaults.trial)
-        if not tuned and not top.winner_called:
+        if not gained and not top.winner_called:
             advice = "neither tuning nor switching engines resolved a gain here"
-        elif not top.winner_called or (tuned and biggest.tuning_delta.value >= top.ratio.value):
+        elif not top.winner_called or (gained and biggest.tuning_delta.value >= top.ratio.value):
             advice = "tune before you switch"
         else:
             advice = "switching engines pays more than tuning"
