@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from tuner.host import cpu_identity
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
@@ -69,10 +70,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--model", default=str(Path.home() / ".cache/tuner/models/tiny-llama"))
     args = parser.parse_args()
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text()
-                .splitlines() if line.startswith("model name")), platform.processor())
-    print(f"machine: {cpu}, {len(__import__('os').sched_getaffinity(0))} cores; "
-          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(f"machine: {cpu_identity()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
 
     sessions = args.out / "sessions"
     tune("--engine", "vllm", "--workload", str(HERE / "workload-sessions.yaml"),
@@ -103,7 +101,7 @@ def main() -> None:
               f"{t['starts']} start(s) in its record, {len(logs)} log(s): "
               + ", ".join(p.name for p in logs))
     again = [t for t in done if t["starts"] > 1]
-    check("intensification measured a challenger again on a fresh start", bool(again),
+    check("intensification measured a leader again on a fresh start", bool(again),
           ", ".join(f"trial {t['number']}: {t['starts']} starts, costs {t['costs']}"
                     for t in again) or "no trial had two starts")
     remeasured = sorted((study / "logs").glob("remeasure*.log"))
@@ -130,7 +128,7 @@ def main() -> None:
     flags = {"max_batch_size": "--max-num-seqs", "max_batched_tokens": "--max-num-batched-tokens"}
     shown = {k: f"{flag} {wanted[k]}" for k, flag in flags.items() if k in wanted}
     check("vLLM was started with those flags", all(s in line for s in shown.values()),
-          f"{', '.join(shown.values())} in: {line[:300]}")
+          f"{', '.join(shown.values())} in its command line ({line[:120]} ...)")
 
 
 if __name__ == "__main__":
