@@ -37,17 +37,26 @@ def no_study_left() -> Iterator[None]:
     stop_started()
 
 
-def start_vllm(model: Path, log_dir: Path, **config: object) -> EngineHandle:
-    spec = load_engine_spec("vllm")
+def start_engine(engine: str, model: Path, config: dict[str, object], log: Path, *,
+                 served: str = SERVED, cpus: str | None = None, timeout_s: float = 600
+                 ) -> EngineHandle:
+    """A real engine started as a trial starts it, and ready; stopped if it does not get
+    ready (EngineStartError, or whatever stopped the wait)."""
+    spec = load_engine_spec(engine)
     handle = ProcessLauncher().start(LaunchRequest(
-        spec=spec, config={"eager": True, "kv_cache_space_gib": 2, **config}, model=str(model),
-        served_name=SERVED, log_path=log_dir / "vllm.log"))
+        spec=spec, config=config, model=str(model), served_name=served, log_path=log,
+        cpus=cpus))
     try:
-        wait_ready(handle, spec, SERVED, timeout_s=600)
+        wait_ready(handle, spec, served, timeout_s=timeout_s)
     except BaseException:
         handle.stop()
         raise
     return handle
+
+
+def start_vllm(model: Path, log_dir: Path, **config: object) -> EngineHandle:
+    return start_engine("vllm", model, {"eager": True, "kv_cache_space_gib": 2, **config},
+                        log_dir / "vllm.log")
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,11 @@ import numpy as np
 import optuna
 import pytest
 
+from tests.integration.conftest import start_engine
 from tuner.core import EngineStartError
 from tuner.engines import broken_rules, load_engine_spec, load_model_info, render, rule_names
 from tuner.host import Hardware, find_program
-from tuner.launch import EngineHandle, LaunchRequest, ProcessLauncher, wait_ready
+from tuner.launch import EngineHandle
 from tuner.loadgen import RequestRecord, StreamClient, probe_endpoint
 from tuner.models import make_gguf_variants
 from tuner.study import load_search_space
@@ -32,16 +33,7 @@ CPU1 = Hardware(device="cpu", cpu_model="x", cpu_cores=1, memory_gib=24, numa_no
 
 def start(model: Path, config: dict[str, Any], log: Path) -> EngineHandle:
     """llama-server on one core, as a trial starts it; ready, or EngineStartError."""
-    spec = load_engine_spec("llamacpp")
-    handle = ProcessLauncher().start(LaunchRequest(
-        spec=spec, config=config, model=str(model), served_name=SERVED, log_path=log,
-        cpus="1"))
-    try:
-        wait_ready(handle, spec, SERVED, timeout_s=120)
-    except EngineStartError:
-        handle.stop()
-        raise
-    return handle
+    return start_engine("llamacpp", model, config, log, cpus="1", timeout_s=120)
 
 
 @pytest.fixture(scope="module")

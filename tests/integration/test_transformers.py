@@ -17,10 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.conftest import Study
+from tests.integration.conftest import Study, start_engine
 from tuner.core import EngineStartError
-from tuner.engines import load_engine_spec
-from tuner.launch import EngineHandle, LaunchRequest, ProcessLauncher, wait_ready
+from tuner.launch import EngineHandle
 from tuner.loadgen import probe_endpoint
 
 pytestmark = pytest.mark.integration
@@ -30,17 +29,10 @@ DATA = REPO / "tests" / "data"
 
 def start(model: Path, config: dict[str, Any], log: Path, timeout_s: float = 180
           ) -> EngineHandle:
-    """transformers serve on one core, as a trial starts it; ready, or EngineStartError."""
-    spec = load_engine_spec("transformers")
-    handle = ProcessLauncher().start(LaunchRequest(
-        spec=spec, config=config, model=str(model), served_name=str(model), log_path=log,
-        cpus="1"))
-    try:
-        wait_ready(handle, spec, str(model), timeout_s=timeout_s)
-    except BaseException:
-        handle.stop()
-        raise
-    return handle
+    """transformers serve on one core, as a trial starts it (requests name the model by its
+    path); ready, or EngineStartError."""
+    return start_engine("transformers", model, config, log, served=str(model), cpus="1",
+                        timeout_s=timeout_s)
 
 
 @pytest.fixture(scope="module")

@@ -85,13 +85,12 @@ def wait_ready(handle: EngineHandle, spec: EngineSpec, served: str, *,
                 raise EngineStartError(f"engine ran out of memory while starting: {oom}",
                                        outcome="oom", exit_code=None,
                                        log_tail=handle.log_tail())
-            polled = elapsed
             ready = _ready(http, handle, health_path, served, timeout_s - elapsed,
                            lists_model=spec.readiness.lists_model,
-                           healthy=partial(first_healthy.append, polled))
+                           healthy=partial(first_healthy.append, elapsed))
             if ready:
                 log.debug("engine ready after %.1fs", elapsed)
-                handle.health_lead_s = round(polled - first_healthy[0], 3)
+                handle.health_lead_s = round(elapsed - first_healthy[0], 3)
                 handle.metric_families = metric_families(http, handle.metrics_url)
                 return elapsed
             refused = None if ready is not None else first_line(

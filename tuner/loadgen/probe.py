@@ -51,14 +51,11 @@ async def check_serves(url: str, model: str) -> None:
     folder it was started with, and refuses any other name; llama-server answers any name,
     so its list decides."""
     async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
-        try:
-            models = await served_models(http, url)
-        except EndpointError as unlisted:
-            if "cannot reach" in str(unlisted) or not await _serves_only(http, url, model):
-                raise
-            return
+        models, unreadable = await served_models(http, url)
         if model in models or await _serves_only(http, url, model):
             return
+    if unreadable is not None:
+        raise EndpointError(f"{url} is not an OpenAI-compatible server: {unreadable}")
     close = difflib.get_close_matches(model, models, n=1, cutoff=0.6)
     meant = f"did you mean {close[0]!r}? " if close else ""
     raise EndpointError(f"{url} does not serve model {model!r}; it serves "
@@ -66,7 +63,9 @@ async def check_serves(url: str, model: str) -> None:
                         "workload")
 
 
-async def served_models(http: httpx.AsyncClient, url: str) -> list[str]:
+async def served_models(http: httpx.AsyncClient, url: str) -> tuple[list[str], str | None]:
+    """The models ``GET /v1/models`` names, and why it named none when it could not be read
+    (None: it was read). An endpoint that cannot be reached is an EndpointError."""
     try:
         resp = await http.get(f"{url}/v1/models")
     except httpx.ConnectError as exc:
@@ -75,13 +74,11 @@ async def served_models(http: httpx.AsyncClient, url: str) -> list[str]:
     except httpx.HTTPError as exc:
         raise EndpointError(f"cannot reach {url}: {type(exc).__name__}; check --endpoint") from exc
     if resp.status_code != 200:
-        raise EndpointError(f"{url} is not an OpenAI-compatible server: GET /v1/models answered "
-                            f"HTTP {resp.status_code}")
+        return [], f"GET /v1/models answered HTTP {resp.status_code}"
     try:
-        return [str(m["id"]) for m in resp.json()["data"]]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise EndpointError(f"{url} is not an OpenAI-compatible server: GET /v1/models did not "
-                            "return a model list") from exc
+        return [str(m["id"]) for m in resp.json()["data"]], None
+    except (ValueError, KeyError, TypeError):
+        return [], "GET /v1/models did not return a model list"
 
 
 async def _serves_only(http: httpx.AsyncClient, url: str, model: str) -> bool:

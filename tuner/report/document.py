@@ -143,14 +143,13 @@ def html_page(c: Comparison, plots: dict[str, Path]) -> str:
     deltas = (f"<h2>Engine delta</h2>{h_table(DELTA_HEAD, delta_rows(c))}"
               if c.engine_deltas else "")
     ops = operations_rows(c)
-    if ops:
-        deltas += (f"<h2>What an operator lives with</h2><p>{html.escape(OPS_NOTE)}</p>"
-                   f"{h_table(OPS_HEAD, ops)}")
+    operator = (f"<h2>What an operator lives with</h2><p>{html.escape(OPS_NOTE)}</p>"
+                f"{h_table(OPS_HEAD, ops)}" if ops else "")
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>tuner comparison</title>"
         "<style>body{font-family:sans-serif;max-width:960px;margin:2em auto}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px}"
         "img{max-width:100%}</style></head><body>"
         f"<h1>Tuning delta vs engine delta: {html.escape(c.workload)}</h1>"
-        f"<p><b>{html.escape(c.verdict)}</b></p>{h_table(HEAD, rows(c))}{deltas}{imgs}"
+        f"<p><b>{html.escape(c.verdict)}</b></p>{h_table(HEAD, rows(c))}{deltas}{operator}{imgs}"
         "</body></html>\n")
