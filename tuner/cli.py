@@ -313,6 +313,10 @@ def bench(
         "default: fresh prompts each run, so a run never hits what an earlier one left in the "
         "server's prefix cache", min=0, metavar="N")] = None,
     workers: Workers = None,
+    transport: Annotated[str | None, typer.Option(
+        help="the load's httpx transport: raw (the default, the cheapest per token), aiohttp "
+        "or httpx (httpx's own); proxies come from HTTP(S)_PROXY/ALL_PROXY/NO_PROXY, loopback "
+        "excepted, and only aiohttp and httpx can use one", metavar="NAME")] = None,
     debug: Debug = False,
 ) -> None:
     """Replay a workload against a running server and report what it sustains."""
@@ -324,7 +328,8 @@ def bench(
                                   json_path=json_path, tokenizer=tokenizer,
                                   metrics_url=metrics_url, settings=settings,
                                   console=out_console, progress_console=err,
-                                  workers=check_workers(workers), overrides=overrides), debug)
+                                  workers=check_workers(workers), overrides=overrides,
+                                  transport=transport), debug)
 
 
 @app.command(help=cli_help.COMPARE)

@@ -37,7 +37,7 @@ import orjson
 
 from tuner.core import Settings
 from tuner.launch import free_port
-from tuner.loadgen import Runner, StreamClient, run_loop
+from tuner.loadgen import Route, Runner, StreamClient, run_loop
 from tuner.measurement import open_bench
 from tuner.models import SERVED_NAME, make_model
 from tuner.workload import Workload
@@ -144,7 +144,8 @@ def parts(url: str, model: Path) -> None:
             spec = self._client_spec(pool)
             return StreamClient(spec.url, model=spec.model, api=spec.api, caps=spec.caps,
                                 pool_size=spec.pool_size, timeout_s=spec.timeout_s,
-                                temperature=spec.temperature, transport=kind)  # type: ignore[arg-type]
+                                temperature=spec.temperature,
+                                route=Route(kind))  # type: ignore[arg-type]
         return make
 
     async def once(n: int) -> float:

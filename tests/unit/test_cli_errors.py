@@ -5,12 +5,13 @@ with the closest valid name), the line of a trace, and the fix; exit code 2."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 import typer
 
-from tests.unit.cli_runner import REPO, one_line_error, tune_all
+from tests.unit.cli_runner import REPO, TUNE, one_line_error, tune_all
 from tuner.cli import check_workers
 
 SMOKE = (REPO / "experiments" / "workloads" / "smoke.yaml").read_text()
@@ -284,3 +285,15 @@ def test_more_workers_than_cores_is_one_line_naming_the_cores(
     said = " ".join(capsys.readouterr().err.split())
     assert said == ("error: --workers 4: this process may run on 3 core(s) (2-3,5); give at "
                     "most 3")
+
+
+def test_a_transport_unknown_or_unable_to_use_the_proxy_is_one_line(tmp_path: Path) -> None:
+    workload = REPO / "experiments" / "workloads" / "smoke.yaml"
+    unknown, = tune_all([*bench(workload), "--transport", "h2"])
+    one_line_error(unknown, 2, "--transport h2: not a transport; give one of raw, aiohttp, httpx")
+    env = {**os.environ, "HTTP_PROXY": "http://proxy.example:3128", "NO_PROXY": ""}
+    proxied = subprocess.run([*TUNE, "bench", "--endpoint", "http://gpu1.example:8000",
+                              "--workload", str(workload), "--transport", "raw"],
+                             capture_output=True, text=True, env=env, timeout=120)
+    one_line_error(proxied, 2, "--transport raw: the raw transport cannot go through the proxy "
+                   "http://proxy.example:3128; give --transport httpx")

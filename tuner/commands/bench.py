@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from tuner.core import ConfigError, Settings, SlosNotMet, TunerError
-from tuner.loadgen import run_loop
+from tuner.loadgen import normalise_endpoint, route_for, run_loop
 from tuner.measurement import CapacityResult, make_report, open_bench, verdict_text, write_report
 from tuner.metrics import RunSummary
 from tuner.report import capacity_table, prefix_cache_warning, summary_table
@@ -76,7 +76,9 @@ def verdict_exit(result: RunSummary | None, capacity: CapacityResult | None) -> 
 def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
                   json_path: Path | None, tokenizer: Path | None, metrics_url: str | None,
                   settings: Settings, console: Console, progress_console: Console,
-                  workers: int | None = None, overrides: Overrides = Overrides()) -> None:
+                  workers: int | None = None, overrides: Overrides = Overrides(),
+                  transport: str | None = None) -> None:
+    route = route_for(normalise_endpoint(endpoint), transport)
     if tokenizer is not None and given_tokenizer_file(tokenizer) is None:
         raise ConfigError(f"--tokenizer {tokenizer}: no tokenizer.json there; give the folder "
                           "that holds it")
@@ -91,6 +93,8 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
             log.warning("%s: %s", workload_path, warning)
     for note in plan_notes(workload):
         console.print(note)
+    if route.proxy is not None or transport is not None:
+        console.print(f"client: {route.describe()}", highlight=False, soft_wrap=True)
 
     async def go() -> None:
         with progress_display(console, progress_console) as progress:
@@ -98,7 +102,8 @@ def bench_command(endpoint: str, workload_path: Path, *, find_capacity: bool,
             progress.status("phase", "probing endpoint")
             bench = await open_bench(workload, endpoint, tokenizer=tokenizer,
                                      models_dir=settings.models_dir, metrics_url=metrics_url,
-                                     progress=progress, workers=workers, epoch=epoch)
+                                     progress=progress, workers=workers, epoch=epoch,
+                                     route=route)
             try:
                 if find_capacity:
                     capacity = await bench.capacity()

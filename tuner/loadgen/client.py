@@ -1,12 +1,12 @@
 """Async OpenAI-compatible streaming client: one request in, one record out.
 
 One client per run, keep-alive connections as many as the load needs, each request bounded in
-time as a whole. Responses stream on asyncio protocols parsed by httptools (``raw_http``), a
-network read being one callback; httpx (on aiohttp's transport, or its own) is the alternative
-the benchmark compares (experiments/benchmarks/client_cost.py). The stream is split into
-events here; each network read gets one timestamp and, where the server counts tokens in
-every event (vLLM's continuous usage), its last count is read from the bytes without parsing
-JSON.
+time as a whole. Requests go through httpx's API on the transport ``route`` chose: by default
+asyncio protocols parsed by httptools (``raw_http``), a network read being one callback; httpx's
+own or aiohttp's otherwise (experiments/benchmarks/client_cost.py compares them). The stream
+is split into events here; each network read gets one timestamp and, where the server counts
+tokens in every event (vLLM's continuous usage), its last count is read from the bytes without
+parsing JSON.
 Every failure becomes ``record.error``; only cancellation propagates (after the record says
 so). A request served other than planned says so in ``record.mismatch``; one whose forced
 output was cut short is an error.
@@ -22,15 +22,18 @@ content type). The request's timeout bounds the rest.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import httpx
 import orjson
 
-from tuner.loadgen.raw_http import RawHttpPool
+from tuner.loadgen.raw_http import END_GRACE_S, PUSH, Push
 from tuner.loadgen.records import ENDED_BY_CLIENT, RequestRecord
+from tuner.loadgen.route import DIRECT, Route, make_transport
 from tuner.loadgen.sse import DONE, SseSplitter, ends_with_done, last_int, payloads
 from tuner.workload import PlannedRequest
 
@@ -199,15 +202,13 @@ class Reading:
         return tokens, text
 
 
-Transport = Literal["raw", "aiohttp", "httpx"]
-
-
 class StreamClient:
     """Sends planned requests and fills their records. Use as an async context manager.
 
-    ``transport``: "raw" (the default) streams on asyncio protocols with httptools' parser
-    (``raw_http``); "aiohttp" and "httpx" go through httpx, on aiohttp's transport or its own
-    (kept for comparison: experiments/benchmarks/client_cost.py)."""
+    Every request goes through httpx's API; ``route`` picks the transport under it and the
+    proxy (``route``). A transport that can push a body (the raw one: ``raw_http.PUSH``) hands
+    each network read to the reader with the time it arrived, with no task wake-up per read;
+    on the others the body is iterated and each read timed as it is taken."""
 
     def __init__(
         self,
@@ -220,34 +221,28 @@ class StreamClient:
         timeout_s: float,
         temperature: float = 0.0,
         headers: dict[str, str] | None = None,
-        transport: Transport = "raw",
+        route: Route = DIRECT,
     ) -> None:
         self.model = model
         self.api = api
         self.caps = caps
         self.temperature = temperature
+        self.route = route
         self._path = "/v1/chat/completions" if api == "chat" else "/v1/completions"
         # The request's whole time is bounded (``send``); a read timeout would re-arm a timer
         # on every network read, 5% of the client's CPU per token.
         self.timeout_s = timeout_s
-        self._raw = RawHttpPool(base_url, headers) if transport == "raw" else None
         limits = httpx.Limits(max_connections=pool_size, max_keepalive_connections=pool_size)
-        on_aiohttp = None
-        if transport == "aiohttp":  # imported here: aiohttp takes 0.2-0.3 s, for a comparison
-            from httpx_aiohttp import AiohttpTransport
-
-            on_aiohttp = AiohttpTransport(limits=limits)
         self._http = httpx.AsyncClient(
-            base_url=base_url, limits=limits, timeout=httpx.Timeout(None, connect=10.0),
-            headers={"content-type": "application/json", **(headers or {})},
-            transport=on_aiohttp)
+            base_url=base_url, timeout=httpx.Timeout(None, connect=10.0), trust_env=False,
+            headers={"content-type": "application/json", "accept": "text/event-stream",
+                     **(headers or {})},
+            transport=make_transport(route, limits))
 
     async def __aenter__(self) -> StreamClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._raw is not None:
-            self._raw.close()
         await self._http.aclose()
 
     async def send(self, req: PlannedRequest, rec: RequestRecord, t0_ns: int) -> None:
@@ -258,10 +253,7 @@ class StreamClient:
         rec.sent_ns = time.perf_counter_ns() - t0_ns
         try:
             async with asyncio.timeout(self.timeout_s):
-                if self._raw is not None:
-                    await self._send_raw(body, reading, t0_ns)
-                else:
-                    await self._send_httpx(body, reading, t0_ns)
+                await self._exchange(body, reading, t0_ns)
             if rec.status == 200:
                 reading.ended(req, time.perf_counter_ns() - t0_ns)
         except TimeoutError:
@@ -280,30 +272,34 @@ class StreamClient:
                 rec.error = "stream ended before [DONE]"
             rec.mismatch = plan_mismatch(rec, self.caps)
 
-    async def _send_raw(self, body: bytes, reading: Reading, t0_ns: int) -> None:
-        assert self._raw is not None
-        rec = reading.rec
-        refused = bytearray()
-
-        def on_data(status: int, chunk: bytes) -> bool:
-            if status != 200:  # what the server said, not all it sends
-                refused.extend(chunk[:ERROR_BODY_BYTES - len(refused)])
-                return len(refused) >= ERROR_BODY_BYTES
-            return reading.read(chunk, time.perf_counter_ns() - t0_ns)
-
-        rec.status = await self._raw.post(self._path, body, on_data)
-        if rec.status != 200:
-            rec.error = f"HTTP {rec.status}: {refused.decode('utf-8', 'replace')[:200]}"
-
-    async def _send_httpx(self, body: bytes, reading: Reading, t0_ns: int) -> None:
+    async def _exchange(self, body: bytes, reading: Reading, t0_ns: int) -> None:
         rec = reading.rec
         async with self._http.stream("POST", self._path, content=body) as resp:
             rec.status = resp.status_code
             if resp.status_code != 200:
                 rec.error = f"HTTP {resp.status_code}: {(await error_body(resp))[:200]}"
                 return
-            async for chunk in resp.aiter_raw():
+            push: Push | None = resp.extensions.get(PUSH)
+            if push is not None:
+                await push(lambda chunk, at: reading.read(chunk, at - t0_ns))
+                return
+            chunks = resp.aiter_raw()
+            async for chunk in chunks:
                 if reading.read(chunk, time.perf_counter_ns() - t0_ns):
+                    await drain(chunks)
+                    return
+
+
+async def drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read what is left of an answer the reader is done with (the chunked end after
+    [DONE]), so that httpx keeps the connection for the next request; a server that goes on
+    sending gets ``END_GRACE_S`` and ``MAX_EVENT_BYTES``, then the connection is dropped."""
+    left = MAX_EVENT_BYTES
+    with contextlib.suppress(TimeoutError, httpx.HTTPError):
+        async with asyncio.timeout(END_GRACE_S):
+            async for chunk in chunks:
+                left -= len(chunk)
+                if left < 0:
                     return
 
 

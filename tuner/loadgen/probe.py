@@ -14,6 +14,7 @@ import httpx
 
 from tuner.core import EndpointError
 from tuner.loadgen.client import Api, ServerCaps, chunk_text, request_body
+from tuner.loadgen.route import plain_client
 from tuner.workload import PlannedRequest
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ async def check_serves(url: str, model: str) -> None:
     transformers serve lists its hub cache (and answers 500 where there is none), not the
     folder it was started with, and refuses any other name; llama-server answers any name,
     so its list decides."""
-    async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
+    async with plain_client(url, httpx.Timeout(60.0, connect=5.0)) as http:
         models, unreadable = await served_models(http, url)
         if model in models or await _serves_only(http, url, model):
             return
@@ -151,7 +152,7 @@ async def probe_endpoint(url: str, model: str, api: Api, prompt: str, prompt_tok
     """Validate the endpoint and find what it accepts. Raises EndpointError (bad input).
     ``force_lengths=False`` (an engine known to ignore them) never sends the extras."""
     await check_serves(url, model)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
+    async with plain_client(url, httpx.Timeout(60.0, connect=5.0)) as http:
         req = PlannedRequest(0, "probe", None, prompt_tokens, PROBE_TOKENS, prompt)
         caps = ServerCaps()
         # Drop extras one at a time until the server accepts the request; where min_tokens is

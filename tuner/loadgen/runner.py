@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from tuner.loadgen.client import ServerCaps, StreamClient
 from tuner.loadgen.progress import NULL_PROGRESS, Progress, RunProgress
 from tuner.loadgen.records import RequestRecord
+from tuner.loadgen.route import DIRECT, Route
 from tuner.loadgen.saturation import LoopLag, p99, saturation
 from tuner.loadgen.schedule import sleep_until
 from tuner.loadgen.scraper import MetricsScraper, ServerMetrics
@@ -86,8 +87,11 @@ class Runner:
         metrics_url: str | None = None,
         progress: Progress = NULL_PROGRESS,
         workers: int | None = None,
+        route: Route = DIRECT,
     ) -> None:
         self.url = url
+        self.route = route
+        """The httpx transport and proxy the client uses."""
         self.workload = workload
         self.factory = factory
         self.caps = caps
@@ -117,7 +121,7 @@ class Runner:
         w = self.workload
         return ClientSpec(url=self.url, model=w.model, api=w.api, caps=self.caps,
                           pool_size=min(MAX_POOL, max(16, pool)), timeout_s=w.request_timeout_s,
-                          temperature=w.temperature)
+                          temperature=w.temperature, route=self.route)
 
     def _client(self, pool: int) -> StreamClient:
         return self._client_spec(pool).client()

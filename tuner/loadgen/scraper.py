@@ -20,6 +20,8 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel
 
+from tuner.loadgen.route import plain_client
+
 log = logging.getLogger(__name__)
 
 GAUGES: dict[str, tuple[str, ...]] = {
@@ -112,7 +114,7 @@ async def wait_idle(url: str | None, *, timeout_s: float = 60.0, poll_s: float =
     Returns whether the engine was seen idle."""
     running, waiting = GAUGES["running"], GAUGES["queue_length"]
     deadline = asyncio.get_running_loop().time() + timeout_s
-    async with httpx.AsyncClient(timeout=httpx.Timeout(5.0)) as http:
+    async with plain_client(url, httpx.Timeout(5.0)) as http:
         while url is not None:
             try:
                 resp = await http.get(url)
@@ -157,7 +159,7 @@ class MetricsScraper:
         self.interval_s = min_interval_s
         self.scrapes: list[dict[str, float]] = []
         self._task: asyncio.Task[None] | None = None
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(5.0))
+        self._http = plain_client(url, httpx.Timeout(5.0))
 
     async def scrape(self) -> None:
         if self.url is None:

@@ -28,6 +28,7 @@ from typing import Any
 
 from tuner.loadgen.client import Api, ServerCaps, StreamClient
 from tuner.loadgen.records import RequestRecord
+from tuner.loadgen.route import DIRECT, Route
 from tuner.loadgen.saturation import LoopLag
 from tuner.loadgen.schedule import sleep_until
 from tuner.workload import PlannedRequest
@@ -57,11 +58,12 @@ class ClientSpec:
     pool_size: int
     timeout_s: float
     temperature: float
+    route: Route = DIRECT
 
     def client(self) -> StreamClient:
         return StreamClient(self.url, model=self.model, api=self.api, caps=self.caps,
                             pool_size=self.pool_size, timeout_s=self.timeout_s,
-                            temperature=self.temperature)
+                            temperature=self.temperature, route=self.route)
 
 
 @dataclass(frozen=True)

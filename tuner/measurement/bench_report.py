@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from tuner import __version__
-from tuner.loadgen import RequestRecord, write_records_csv
+from tuner.loadgen import RequestRecord, redact, write_records_csv
 from tuner.measurement.bench_session import Bench
 from tuner.measurement.capacity import CapacityResult
 from tuner.metrics import RunSummary
@@ -23,6 +23,10 @@ class BenchReport(BaseModel):
     tool_version: str
     started_at: str
     endpoint: str
+    transport: str = "raw"
+    """The httpx transport the load went through (``--transport``)."""
+    proxy: str | None = None
+    """The proxy it went through (from the environment; password left out), or None."""
     workload: str
     workload_sha256: str | None
     seed: int = 0
@@ -45,6 +49,8 @@ def make_report(bench: Bench, workload_path: Path, *, single: RunSummary | None 
         tool_version=__version__,
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         endpoint=bench.url,
+        transport=bench.runner.route.transport,
+        proxy=redact(bench.runner.route.proxy) if bench.runner.route.proxy else None,
         workload=str(workload_path),
         workload_sha256=workload_sha256(workload_path),
         seed=bench.workload.seed,

@@ -11,9 +11,11 @@ from pathlib import Path
 import numpy as np
 
 from tuner.loadgen import (
+    DIRECT,
     NULL_PROGRESS,
     Progress,
     RequestRecord,
+    Route,
     Runner,
     ServerCaps,
     StopCheck,
@@ -185,11 +187,11 @@ async def open_bench(workload: Workload, endpoint: str, *, tokenizer: Path | Non
                      models_dir: Path | None = None, metrics_url: str | None = None,
                      accelerators: int = 1, force_lengths: bool = True,
                      progress: Progress = NULL_PROGRESS, workers: int | None = None,
-                     epoch: int = 0) -> Bench:
+                     epoch: int = 0, route: Route = DIRECT) -> Bench:
     """Load the tokenizer, probe the endpoint and return a ready :class:`Bench` (close it).
     ``models_dir`` is where models made by ``tune make-model`` are found by name; ``workers``
     the client processes of open-loop runs (None: as the planned token rate needs); ``epoch``
-    the first epoch of its prompts."""
+    the first epoch of its prompts; ``route`` the load's transport and proxy."""
     url = normalise_endpoint(endpoint)
     await check_serves(url, workload.model)  # a misspelt model is not a missing tokenizer
     synth = PromptSynth(load_tokenizer(workload.model, tokenizer or workload.tokenizer,
@@ -201,5 +203,5 @@ async def open_bench(workload: Workload, endpoint: str, *, tokenizer: Path | Non
     factory = RequestFactory(workload, synth)
     runner = Runner(url, workload, factory, caps,
                     metrics_url=metrics_url or f"{url}/metrics", progress=progress,
-                    workers=workers)
+                    workers=workers, route=route)
     return Bench(workload, url, caps, runner, accelerators, epoch=epoch)

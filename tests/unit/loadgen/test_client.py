@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from tuner.loadgen.client import ServerCaps, StreamClient
+from tuner.loadgen.route import Route
 from tuner.loadgen.records import RequestRecord
 from tuner.workload import PlannedRequest
 
@@ -43,7 +44,7 @@ async def send(handler, caps: ServerCaps = DEFAULT_CAPS,  # type: ignore[no-unty
 
     # httpx's MockTransport at the seam; the reading of the stream is the raw transport's too.
     client = StreamClient("http://x", model="m", api=api, caps=caps,  # type: ignore[arg-type]
-                          pool_size=4, timeout_s=5, transport="httpx")
+                          pool_size=4, timeout_s=5, route=Route("httpx"))
     client._http = httpx.AsyncClient(base_url="http://x", transport=httpx.MockTransport(wrapped))
     rec = record()
     async with client:

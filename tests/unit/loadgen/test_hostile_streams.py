@@ -14,6 +14,7 @@ import pytest
 
 from tuner.loadgen.client import MAX_EVENT_BYTES, Reading, ServerCaps, StreamClient
 from tuner.loadgen.records import RequestRecord
+from tuner.loadgen.route import TRANSPORTS, Route, Transport
 from tuner.workload import PlannedRequest
 
 REQ = PlannedRequest(0, "c", None, 8, 8, "hello")
@@ -93,9 +94,12 @@ def test_a_stream_cut_short_is_the_request_s_error() -> None:
     assert rec.error == "stream ended without [DONE] after 2 of 8 forced output tokens"
 
 
-async def test_an_error_without_end_is_read_only_as_far_as_it_says_something() -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_an_error_without_end_is_read_only_as_far_as_it_says_something(
+        transport: Transport) -> None:
     """A server answering 500 with a body that never ends: the record has its start, and the
-    request ends without waiting for the rest (real sockets, the client's raw transport)."""
+    request ends without waiting for the rest (real sockets, each of the client's
+    transports)."""
     sent = 0
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -118,7 +122,8 @@ async def test_an_error_without_end_is_read_only_as_far_as_it_says_something() -
     port = server.sockets[0].getsockname()[1]
     async with server:
         client = StreamClient(f"http://127.0.0.1:{port}", model="m", api="completions",
-                              caps=ServerCaps(), pool_size=1, timeout_s=30)
+                              caps=ServerCaps(), pool_size=1, timeout_s=30,
+                              route=Route(transport))
         async with client:
             rec = record()
             await asyncio.wait_for(client.send(REQ, rec, 0), 10)

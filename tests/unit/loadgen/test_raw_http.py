@@ -1,4 +1,5 @@
-"""The raw streaming transport against scripted servers on real sockets (127.0.0.1)."""
+"""The streaming client's transports against scripted servers on real sockets (127.0.0.1): the
+raw one (the default) in every test, httpx's own and aiohttp's where they must behave alike."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
+import pytest
+
 from tuner.loadgen.client import ServerCaps, StreamClient
 from tuner.loadgen.records import RequestRecord
+from tuner.loadgen.route import DIRECT, TRANSPORTS, Route
 from tuner.workload import PlannedRequest
 
 Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -51,10 +55,10 @@ async def serving(script: Script) -> AsyncIterator[tuple[str, list[int]]]:
         server.close()
 
 
-async def send(url: str, n: int = 1) -> list[RequestRecord]:
+async def send(url: str, n: int = 1, route: Route = DIRECT) -> list[RequestRecord]:
     records = []
     async with StreamClient(url, model="m", api="completions", caps=ServerCaps(),
-                            pool_size=4, timeout_s=5) as client:
+                            pool_size=4, timeout_s=5, route=route) as client:
         for i in range(n):
             rec = RequestRecord(index=i, class_name="c", prefix_group=None, input_tokens=10,
                                 planned_output_tokens=2, scheduled_ns=0)
@@ -76,9 +80,13 @@ async def streams(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
         await writer.drain()
 
 
-async def test_streams_are_read_and_connections_kept_alive() -> None:
+EVERY = pytest.mark.parametrize("route", [Route(t) for t in TRANSPORTS], ids=TRANSPORTS)
+
+
+@EVERY
+async def test_streams_are_read_and_connections_kept_alive(route: Route) -> None:
     async with serving(streams) as (url, connections):
-        recs = await send(url, n=3)
+        recs = await send(url, n=3, route=route)
     assert all(r.ok for r in recs), [r.error for r in recs]
     assert [r.output_tokens for r in recs] == [2, 2, 2]
     assert [sum(r.chunk_tokens) for r in recs] == [2, 2, 2]
@@ -87,7 +95,8 @@ async def test_streams_are_read_and_connections_kept_alive() -> None:
     assert len(connections) == 1  # one connection for three requests
 
 
-async def test_a_refused_request_is_a_record_with_the_servers_words() -> None:
+@EVERY
+async def test_a_refused_request_is_a_record_with_the_servers_words(route: Route) -> None:
     async def refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
         writer.write(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 10\r\n\r\n"
@@ -95,12 +104,13 @@ async def test_a_refused_request_is_a_record_with_the_servers_words() -> None:
         await writer.drain()
 
     async with serving(refuse) as (url, _):
-        [rec] = await send(url)
+        [rec] = await send(url, route=route)
     assert rec.status == 503
     assert rec.error == "HTTP 503: overloaded"
 
 
-async def test_a_server_that_drops_the_stream_midway_is_an_error() -> None:
+@EVERY
+async def test_a_server_that_drops_the_stream_midway_is_an_error(route: Route) -> None:
     async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
         writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -109,16 +119,19 @@ async def test_a_server_that_drops_the_stream_midway_is_an_error() -> None:
         writer.transport.abort()
 
     async with serving(drop) as (url, _):
-        [rec] = await send(url)
+        [rec] = await send(url, route=route)
     assert not rec.ok
-    assert "ConnectionError" in (rec.error or "")
+    assert rec.error
+    if route == DIRECT:
+        assert rec.error == "ConnectionError: the server closed the connection"
     assert rec.chunk_tokens == [1]
 
 
-async def test_nobody_listening_is_a_record() -> None:
+@EVERY
+async def test_nobody_listening_is_a_record(route: Route) -> None:
     async with serving(streams) as (url, _):
         pass  # closed again: the port refuses
-    [rec] = await send(url)
+    [rec] = await send(url, route=route)
     assert rec.error is not None
     assert "Connect" in rec.error or "refused" in rec.error.lower()
 
