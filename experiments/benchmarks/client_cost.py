@@ -1,27 +1,36 @@
-"""What the load generator costs per streamed token, next to vLLM's own client, in one run.
+"""What the load generator costs per streamed token, next to two peers' clients, with intervals.
 
-Server: tests/sse_server.py (raw asyncio, one process, on its own core): every response
-streams ``max_tokens`` events 5 ms apart, shaped as vLLM's, with its continuous usage.
-Clients, each on the other core, alternating, at a constant 20 req/s, 32 in / 128 out:
+Servers: tests/sse_server.py (raw asyncio, one process, on core 0): every response streams
+``max_tokens`` events 5 ms apart, either shaped as vLLM's with its continuous usage in every
+event (stub ``usage``) or as plain OpenAI-style events without usage (stub ``plain``: what
+llama-server, TGI, transformers serve and most gateways send), chunked transfer encoding.
+Clients, on core 1, at a constant 20 req/s, 32 tokens in and 128 out:
+- ``tune bench`` as it is (its default transport; ``--transport`` the others),
 - ``vllm bench serve`` (vLLM's benchmark module, as installed),
-- ``tune bench`` at BASE (the client before issue 11: httpx's own transport, asyncio's loop,
-  ``aiter_lines`` and a JSON parse per event), from a git worktree of that commit,
-- ``tune bench`` as it is now.
-CPU per token is the client process's user+system CPU (``RUSAGE_CHILDREN``), differenced
-between runs of 100 and 400 requests so that start-up and imports cancel.
-Then the client's parts, in-process: the transport (httpx's own, httpx on aiohttp's, or the
-raw asyncio protocols with httptools that ship), asyncio's loop or uvloop's (same records,
-same run); one and two worker processes at rising rates; and the
-JSON parsers on one vLLM event.
+- ``aiperf profile`` (aiperf 0.13.0, installed by this script in its own virtual environment
+  under ~/.cache/tuner/aiperf-0.13.0; the tokenizer is the tiny model's folder, offline).
+CPU per token is the client's user+system CPU over all its processes (``RUSAGE_CHILDREN``),
+differenced between runs of 100 and 400 requests so that start-up and imports cancel. The
+clients alternate within each round and the order reverses every round (A B C, C B A, ...);
+each round gives one ratio of tune bench's cost to each peer's, and the ratio's 95% interval
+is over the rounds (t on the log ratios). Target (issue 37): the upper end <= 0.5x of the
+cheaper peer, on both stubs.
+Then the client's parts, in-process: the transport (raw, aiohttp's, httpx's own) under httpx's
+API, asyncio's loop or uvloop's (same records, same run); one and two worker processes at
+rising rates; and the JSON parsers on one vLLM event.
 
-Run: .venv/bin/python experiments/benchmarks/client_cost.py   (~6 minutes on 2 cores)
+Run: .venv/bin/python experiments/benchmarks/client_cost.py [--rounds 5] [--stubs usage,plain]
+     [--sections shipped,parts,scaling,parsers]   (shipped: about 1 minute per client, stub
+     and round)
 Output kept in client_cost.txt next to this file.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import math
 import os
 import platform
 import resource
@@ -34,6 +43,7 @@ from pathlib import Path
 
 import msgspec
 import orjson
+from scipy.stats import t as student_t
 
 from tuner.core import Settings
 from tuner.launch import free_port
@@ -42,7 +52,6 @@ from tuner.measurement import open_bench
 from tuner.models import SERVED_NAME, make_model
 from tuner.workload import Workload
 
-BASE = "5778967"  # main before issue 11
 INPUT, OUTPUT, RATE = 32, 128, 20.0
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,12 +84,16 @@ def workload_dict(model: Path, requests: int) -> dict[str, object]:
             "cost": {"usd_per_hour": 1.0}}
 
 
-def child_cpu(cmd: list[str], cwd: Path = ROOT) -> float:
-    """CPU seconds (user + system) of one client process run to the end, on core 1. ``cwd``
-    is where ``tuner`` is imported from (``python -c`` puts it first on the path)."""
+def child_cpu(cmd: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None) -> float:
+    """CPU seconds (user + system) of one client run to the end (all its processes), on core
+    1. ``cwd`` is where ``tuner`` is imported from (``python -c`` puts it first on the path).
+    A client that fails stops the benchmark with its output's end."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(["taskset", "-c", "1", *cmd], check=True, cwd=cwd,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = subprocess.run(["taskset", "-c", "1", *cmd], cwd=cwd, env=env,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{cmd[0]} exited {done.returncode}: {done.stderr[-2000:]}"
+                         f"{done.stdout[-1000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -94,11 +107,11 @@ def vllm_cmd(url: str, model: Path, requests: int) -> list[str]:
             "--disable-tqdm"]
 
 
-def tune_cmd(url: str, workload: Path) -> list[str]:
+def tune_cmd(url: str, workload: Path, transport: str | None = None) -> list[str]:
     return [sys.executable, "-c", "import tuner.cli, os, sys; "
             "assert tuner.cli.__file__.startswith(os.getcwd()), tuner.cli.__file__; "
             "sys.argv[0] = 'tune'; tuner.cli.main()", "bench", "--endpoint", url,
-            "--workload", str(workload)]
+            "--workload", str(workload), *(["--transport", transport] if transport else [])]
 
 
 def per_token(cpu100: float, cpu400: float) -> float:
@@ -106,33 +119,117 @@ def per_token(cpu100: float, cpu400: float) -> float:
     return (cpu400 - cpu100) / (300 * OUTPUT) * 1000
 
 
-def tools(url: str, model: Path, tmp: Path, base: Path) -> None:
+AIPERF = "0.13.0"
+
+
+def aiperf_python() -> Path:
+    """aiperf in its own virtual environment (its pins are not vLLM's), made once."""
+    venv = Settings().cache_dir / f"aiperf-{AIPERF}"
+    python = venv / "bin" / "python"
+    if not (venv / "bin" / "aiperf").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"aiperf=={AIPERF}"],
+                       check=True)
+    return python
+
+
+HUB_NAME = "tuner/tiny-llama"
+
+
+def hub_cache(model: Path, home: Path) -> dict[str, str]:
+    """The model's tokenizer in a Hugging Face cache layout under ``home`` (aiperf 0.13 loads
+    a local tokenizer only from there, offline); the environment that points at it."""
+    snapshot = "0" * 40
+    repo = home / "hub" / ("models--" + HUB_NAME.replace("/", "--"))
+    files = repo / "snapshots" / snapshot
+    files.mkdir(parents=True, exist_ok=True)
+    for path in model.iterdir():
+        if path.suffix == ".json" and not (files / path.name).exists():
+            (files / path.name).symlink_to(path)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(snapshot)
+    return {**os.environ, "HF_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+
+
+def aiperf_cmd(url: str, requests: int, artifacts: Path) -> list[str]:
+    return [str(aiperf_python().parent / "aiperf"), "profile", "--model", SERVED_NAME,
+            "--url", url, "--endpoint-type", "completions", "--streaming",
+            "--tokenizer", HUB_NAME, "--prompt-input-tokens-mean", str(INPUT),
+            "--prompt-input-tokens-stddev", "0", "--output-tokens-mean", str(OUTPUT),
+            "--output-tokens-stddev", "0", "--extra-inputs", "ignore_eos:true",
+            "--extra-inputs", f"min_tokens:{OUTPUT}", "--request-count", str(requests),
+            "--request-rate", str(RATE), "--request-rate-mode", "constant",
+            "--ui-type", "none",
+            "--artifact-dir", str(artifacts)]
+
+
+def start_stub(port: int, kind: str) -> subprocess.Popen[bytes]:
+    server = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-m", "tests.sse_server",
+                               str(port), "0.005", *(["plain"] if kind == "plain" else [])],
+                              cwd=ROOT)
+    time.sleep(1)
+    return server
+
+
+def ratio_interval(ratios: list[float]) -> tuple[float, float, float]:
+    """The geometric mean of per-round ratios and its 95% interval (t on the logs)."""
+    logs = [math.log(r) for r in ratios]
+    n = len(logs)
+    mean = sum(logs) / n
+    if n < 2:
+        return math.exp(mean), math.nan, math.nan
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+    half = student_t.ppf(0.975, n - 1) * sd / math.sqrt(n)
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def shipped(model: Path, tmp: Path, rounds: int, stubs: list[str], transport: str | None
+            ) -> None:
     wl = {}
     for n in (100, 400):
         wl[n] = tmp / f"w{n}.json"
         wl[n].write_text(json.dumps(workload_dict(model, n)))
-    runs = {
-        "vllm bench serve": lambda n: child_cpu(vllm_cmd(url, model, n)),
-        f"tune bench at {BASE}": lambda n: child_cpu(tune_cmd(url, wl[n]), base),
-        "tune bench now": lambda n: child_cpu(tune_cmd(url, wl[n])),
-    }
-    got: dict[str, dict[int, list[float]]] = {k: {100: [], 400: []} for k in runs}
-    for _ in range(2):  # A, B, C, A, B, C
-        for name, go in runs.items():
-            for n in (100, 400):
-                got[name][n].append(go(n))
-    print(f"\nclients as shipped, alternating, 2 rounds: CPU ms per streamed token "
-          f"(400 - 100 requests of {OUTPUT} tokens at {RATE:g} req/s)")
-    ref = None
-    for name, by_n in got.items():
-        costs = [per_token(a, b) for a, b in zip(by_n[100], by_n[400], strict=True)]
-        mean = sum(costs) / len(costs)
-        ref = ref or mean
-        print(f"  {name:<24}{mean:>8.4f}   (rounds {', '.join(f'{c:.4f}' for c in costs)})"
-              f"   {mean / ref:.2f}x vLLM's")
-        if name == "tune bench now":
-            print(f"  one core streams about {1000 / mean:,.0f} tokens/s with the shipped "
-                  "client")
+    env_offline = hub_cache(model, tmp / "hf")
+    for kind in stubs:
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        server = start_stub(port, kind)
+        runs = {
+            "tune bench": lambda n, url=url: child_cpu(tune_cmd(url, wl[n], transport)),
+            "vllm bench serve": lambda n, url=url: child_cpu(vllm_cmd(url, model, n)),
+            "aiperf": lambda n, url=url: child_cpu(
+                aiperf_cmd(url, n, tmp / f"aiperf-{time.monotonic_ns()}"),
+                env=env_offline),
+        }
+        cost: dict[str, list[float]] = {name: [] for name in runs}
+        print(f"\nstub {kind}: CPU ms per streamed token (400 - 100 requests of {OUTPUT} "
+              f"tokens at {RATE:g} req/s), {rounds} rounds, order reversed every round:",
+              flush=True)
+        try:
+            for r in range(rounds):
+                order = list(runs) if r % 2 == 0 else list(reversed(runs))
+                for name in order:
+                    c100, c400 = runs[name](100), runs[name](400)
+                    cost[name].append(per_token(c100, c400))
+                print(f"  round {r + 1}: " + ", ".join(f"{name} {cost[name][-1]:.4f}"
+                                                      for name in runs), flush=True)
+        finally:
+            server.terminate()
+            server.wait()
+        for name, costs in cost.items():
+            print(f"  {name:<18} mean {sum(costs) / len(costs):.4f}  "
+                  f"(rounds {', '.join(f'{c:.4f}' for c in costs)})")
+        peers = [name for name in runs if name != "tune bench"]
+        cheaper = min(peers, key=lambda name: sum(cost[name]))
+        for peer in peers:
+            ratio, low, high = ratio_interval(
+                [t / p for t, p in zip(cost["tune bench"], cost[peer], strict=True)])
+            verdict = ""
+            if peer == cheaper:
+                verdict = ("  target <= 0.5x of the cheaper peer: "
+                           + ("met" if high <= 0.5 else "MISSED"))
+            print(f"  tune bench / {peer}: {ratio:.2f}x (95% interval {low:.2f}-{high:.2f})"
+                  f"{verdict}")
 
 
 def parts(url: str, model: Path) -> None:
@@ -212,31 +309,36 @@ def parsers() -> None:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--stubs", default="usage,plain")
+    parser.add_argument("--sections", default="shipped,parts,scaling,parsers")
+    parser.add_argument("--transport", help="tune bench's --transport (default: its own)")
+    args = parser.parse_args()
+    sections = args.sections.split(",")
     model = make_model(Settings().cache_dir / "models" / SERVED_NAME)
     print(f"machine: {machine()}")
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                           capture_output=True).stdout.strip()
     print(f"commit: {head}")
-    port = free_port()
-    server = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-m", "tests.sse_server",
-                               str(port), "0.005"], cwd=ROOT)
-    url = f"http://127.0.0.1:{port}"
+    os.sched_setaffinity(0, {1})
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp) / "base"
-        subprocess.run(["git", "worktree", "add", "--detach", str(base), BASE], cwd=ROOT,
-                       check=True, capture_output=True)
+        if "shipped" in sections:
+            shipped(model, Path(tmp), args.rounds, args.stubs.split(","), args.transport)
+    if {"parts", "scaling"} & set(sections):
+        port = free_port()
+        server = start_stub(port, "usage")
+        url = f"http://127.0.0.1:{port}"
         try:
-            time.sleep(1)
-            os.sched_setaffinity(0, {1})
-            tools(url, model, Path(tmp), base)
-            parts(url, model)
-            scaling(url, model)
-            parsers()
+            if "parts" in sections:
+                parts(url, model)
+            if "scaling" in sections:
+                scaling(url, model)
         finally:
             server.terminate()
             server.wait()
-            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT,
-                           check=False, capture_output=True)
+    if "parsers" in sections:
+        parsers()
 
 
 if __name__ == "__main__":

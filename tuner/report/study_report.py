@@ -155,9 +155,22 @@ def final_table(summary: StudySummary) -> Table:
             if trial is not None:
                 label = f"{label} (trial {trial.number}: {trial.outcome})"
         t.add_row(label, cost, load, ttft, itl)
-    if summary.tuning_delta is not None:
+    paired = paired_delta(rm)
+    if paired is not None:  # the interval the verdict is drawn from: start-to-start spread in
+        t.add_row("tuning delta", paired.interval_text(), "", "", "")
+    elif summary.tuning_delta is not None:
         t.add_row("tuning delta", summary.tuning_delta.text("{:.2f}") + "x", "", "", "")
     return t
+
+
+def paired_delta(rm: RemeasureOutcome | None) -> RatioVerdict | None:
+    """The winner's side-by-side verdict against the defaults on paired fresh starts, if it
+    had one. Its interval holds the start-to-start spread; the bootstrap over starts and
+    requests of ``tuning_delta`` does not (two starts are two values to resample), so where
+    both exist the table shows this one and agrees with the verdict printed under it."""
+    if rm is None or rm.winner is None or rm.winner.defaults:
+        return None
+    return next((f.verdict for f in rm.verdicts or [] if f.trial == rm.winner.trial), None)
 
 
 def capacity_text(values: list[float]) -> str:

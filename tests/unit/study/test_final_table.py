@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from tuner.metrics import Interval
+from tuner.metrics import Interval, RatioVerdict
 from tuner.report import final_table
-from tuner.study.repeats.remeasure import Remeasured, RemeasureOutcome
+from tuner.study.repeats.remeasure import Remeasured, RemeasureOutcome, TrialVerdict
 from tuner.study.results.summary import StudySummary
 
 
@@ -32,3 +32,22 @@ def test_labels_and_intervals_keep_to_one_line_at_80_columns() -> None:
     assert "best (trial 13)" in text
     assert "$0.0739 (0.0694-0.0787)" in text
     assert "…" not in text
+
+
+def test_the_tuning_delta_is_the_paired_interval_the_verdict_is_drawn_from() -> None:
+    """Two fresh starts each: resampling them (the bootstrap) cannot see how far restarts
+    move, so the table shows the paired interval, the one the verdict line under it uses."""
+    paired = RatioVerdict(kind="unresolved", ratio=1.04, low=0.88, high=1.22, resolution=0.05,
+                          pairs=2, level=0.95, spread="pairs")
+    outcome = RemeasureOutcome.model_construct(
+        winner=_remeasured(4, False), defaults=_remeasured(0, True),
+        tuning_delta=Interval(value=1.04, low=1.02, high=1.07),
+        verdicts=[TrialVerdict(trial=4, verdict=paired)])
+    summary = StudySummary.model_construct(
+        study="vllm-quickstart", remeasure=outcome, defaults_trial=None, best_trial=None,
+        tuning_delta=outcome.tuning_delta)
+    console = Console(width=80, record=True)
+    console.print(final_table(summary))
+    text = console.export_text()
+    assert "1.04x (0.88-1.22)" in text
+    assert "1.02-1.07" not in text
