@@ -21,7 +21,7 @@ from tuner.commands.prepare import EngineFactory, prepare, real_engines
 from tuner.core import EXIT_NO_GAIN, EXIT_UNRESOLVED, Settings
 from tuner.host import running_on
 from tuner.launch import guarded
-from tuner.metrics import PooledSpread, RatioVerdict, Spread, pooled_spread, spread
+from tuner.metrics import PooledSpread, RatioVerdict, Spread, floored, pooled_spread, spread
 from tuner.report import measure_table, spread_lines
 from tuner.study import StudyConfig, TrialResult
 from tuner.study.repeats import (
@@ -31,6 +31,7 @@ from tuner.study.repeats import (
     measure_pairs,
     measure_repeats,
     paired_outcome,
+    results_floor,
 )
 from tuner.study.results import save_noise_record
 from tuner.ui import progress_display
@@ -111,7 +112,8 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
         verdict=paired.verdict if paired else None,
         verdict_line=verdict_line(paired, a, against) if paired and against else None,
         left_out=paired.left_out if paired else [],
-        start_spread=pooled_spread(capacities_by_side(results, sides)),
+        start_spread=floored(pooled_spread(capacities_by_side(results, sides)),
+                             results_floor(results)),
         wall_s=time.monotonic() - t0)
     out = cfg.folder.measure
     out.write_text(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")

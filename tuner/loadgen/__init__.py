@@ -5,14 +5,14 @@ from tuner.loadgen.event_loop import run as run_loop
 from tuner.loadgen.probe import check_serves, normalise_endpoint, probe_endpoint
 from tuner.loadgen.progress import NULL_PROGRESS, NullProgress, Progress, RunProgress
 from tuner.loadgen.records import RequestRecord, read_records_csv, write_records_csv
-from tuner.loadgen.route import DIRECT, TRANSPORTS, Route, redact, route_for
+from tuner.loadgen.route import DIRECT, Route, redact, route_for
 from tuner.loadgen.runner import MAX_POOL, Runner, RunOutcome, StopCheck
 from tuner.loadgen.scraper import COUNTERS, GAUGES, ServerMetrics, wait_idle
 
 __all__ = [
     "Api", "COUNTERS", "DIRECT", "GAUGES", "MAX_POOL", "NULL_PROGRESS", "NullProgress", "Progress",
     "RequestRecord", "Route", "RunOutcome", "RunProgress", "Runner", "ServerCaps", "ServerMetrics",
-    "StopCheck", "StreamClient", "TRANSPORTS", "check_serves", "normalise_endpoint",
+    "StopCheck", "StreamClient", "check_serves", "normalise_endpoint",
     "probe_endpoint", "read_records_csv", "redact", "request_body", "route_for", "run_loop",
     "wait_idle", "write_records_csv",
 ]

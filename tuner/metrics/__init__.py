@@ -14,8 +14,10 @@ from tuner.metrics.figures import Dist, dist_ms, measured, window_ns
 from tuner.metrics.paired_ratio import (
     PooledSpread,
     RatioVerdict,
+    floored,
     paired_verdict,
     pooled_spread,
+    step_floor,
 )
 from tuner.metrics.quantiles import rate_lower_bound
 from tuner.metrics.run_summary import (
@@ -32,6 +34,7 @@ __all__ = [
     "Agreement", "CapacityInterval", "Dist", "GreedyAnswer", "Interval", "KEEP_UP_CHECKS",
     "PooledSpread", "QualityVerdict", "RatioVerdict", "RunSummary", "RunTokens", "SloCheck",
     "SloVerdict", "Spread", "StepSample", "agreement", "capacity_interval", "cost_per_million",
-    "cost_samples", "dist_ms", "interval", "measured", "money", "paired_verdict", "point_cost",
-    "pooled_spread", "rate_lower_bound", "ratio_interval", "spread", "summarise", "window_ns",
+    "cost_samples", "dist_ms", "floored", "interval", "measured", "money", "paired_verdict",
+    "point_cost", "pooled_spread", "rate_lower_bound", "ratio_interval", "spread",
+    "step_floor", "summarise", "window_ns",
 ]

@@ -112,10 +112,36 @@ def decide(low: float, high: float, resolution: float) -> Kind:
     return "unresolved"
 
 
+def step_sd(width: float | None) -> float:
+    """The SD of a start's log capacity that the capacity search's steps alone imply: a
+    capacity known only to lie in a step of relative width ``width`` (passed its low end,
+    failed its high end, nothing measured between) is uniform over it in log load, SD
+    log(1 + width) / sqrt(12); 0 for an interpolated one (None)."""
+    return math.log1p(width) / math.sqrt(12) if width else 0.0
+
+
+def step_floor(widths: Sequence[float | None]) -> float:
+    """The root mean square of :func:`step_sd` over starts: the least start-to-start SD the
+    starts can show. Capacities that land on the same step of the search's grid agree to
+    the step, not exactly: their spread of 0 is not a CV of 0."""
+    if not widths:
+        return 0.0
+    return math.sqrt(sum(step_sd(w) ** 2 for w in widths) / len(widths))
+
+
+def floored(spread: PooledSpread | None, floor: float) -> PooledSpread | None:
+    """``spread`` with its SD at least ``floor`` (:func:`step_floor`)."""
+    if spread is None or spread.sd >= floor:
+        return spread
+    return spread.model_copy(update={"sd": floor})
+
+
 def paired_verdict(log_ratios: Sequence[float], resolution: float, *,
                    pooled: PooledSpread | None = None, level: float = 0.95, family: int = 1,
-                   looks: int = 1) -> RatioVerdict:
-    """The verdict of ``log_ratios`` (one per pair, A's advantage) at ``resolution``."""
+                   looks: int = 1, floor_sd: float = 0.0) -> RatioVerdict:
+    """The verdict of ``log_ratios`` (one per pair, A's advantage) at ``resolution``.
+    ``floor_sd``: the least SD of one start's log capacity (:func:`step_floor`); a pair's
+    log ratio then varies by at least sqrt(2) times it, whatever the starts showed."""
     n = len(log_ratios)
     if n == 0:
         raise ValueError("a verdict needs at least one pair")
@@ -129,6 +155,7 @@ def paired_verdict(log_ratios: Sequence[float], resolution: float, *,
     else:
         return RatioVerdict(kind="unresolved", ratio=math.exp(mean), low=None, high=None,
                             resolution=resolution, pairs=n, level=level, spread="pairs")
+    sd = max(sd, math.sqrt(2) * floor_sd)
     half = float(student_t.ppf(1 - alpha / 2, df)) * sd / math.sqrt(n)
     low, high = math.exp(mean - half), math.exp(mean + half)
     return RatioVerdict(kind=decide(low, high, resolution), ratio=math.exp(mean), low=low,

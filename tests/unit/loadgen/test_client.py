@@ -6,8 +6,8 @@ import httpx
 import pytest
 
 from tuner.loadgen.client import ServerCaps, StreamClient
-from tuner.loadgen.route import Route
 from tuner.loadgen.records import RequestRecord
+from tuner.loadgen.route import Route
 from tuner.workload import PlannedRequest
 
 REQ = PlannedRequest(0, "chat", None, 10, 4, "hello")

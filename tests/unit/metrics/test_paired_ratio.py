@@ -9,8 +9,10 @@ import pytest
 from tuner.metrics.paired_ratio import (
     PooledSpread,
     decide,
+    floored,
     paired_verdict,
     pooled_spread,
+    step_floor,
 )
 
 
@@ -68,3 +70,23 @@ def test_the_pooled_cv_has_an_upper_bound_above_it() -> None:
     assert 0 < found.cv() < found.cv_upper()
     assert found.text().startswith(f"{found.cv():.1%} (upper 95% bound {found.cv_upper():.1%}; "
                                    "7 starts of 2 configurations, 5 degrees of freedom)")
+
+
+def test_capacities_on_the_same_step_are_not_a_spread_of_zero() -> None:
+    """The quickstart on a fast machine: both starts of each configuration landed on the same
+    step of the search's grid (170 and 170, 190 and 190, each known only to a ~10% step): a
+    pooled SD of 0 called 1.12x (1.12-1.12) a resolved win. The step's own SD is the floor."""
+    logs = [math.log(190 / 170)] * 2
+    pooled = pooled_spread([[170.0, 170.0], [190.0, 190.0]])
+    assert pooled is not None
+    assert pooled.sd == 0
+    unfloored = paired_verdict(logs, 0.05, pooled=pooled)
+    assert unfloored.kind == "better"  # what it said before the floor
+    floor = step_floor([(179 - 162) / 162, (179 - 162) / 162, (198 - 179) / 179, 0.1])
+    assert 0.025 < floor < 0.03
+    verdict = paired_verdict(logs, 0.05, pooled=floored(pooled, floor), floor_sd=floor)
+    assert verdict.kind == "unresolved"
+    assert verdict.low is not None
+    assert verdict.low < 1.0 < 1.12 < (verdict.high or 0)
+    assert step_floor([None, None]) == 0  # interpolated capacities have no step to floor at
+    assert floored(pooled, floor).sd == floor  # type: ignore[union-attr]

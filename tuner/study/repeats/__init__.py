@@ -8,6 +8,7 @@ from tuner.study.repeats.paired import (
     interleaved,
     measure_pairs,
     paired_outcome,
+    results_floor,
 )
 from tuner.study.repeats.remeasure import (
     Candidate,
@@ -27,6 +28,6 @@ __all__ = [
     "Candidate", "LOST", "MeasuredRun", "PairedOutcome", "RemeasureOutcome", "Remeasured",
     "Remeasurement", "RoundStatus", "Side", "UNIT", "fresh_start", "interleaved",
     "measure_interleaved", "measure_pairs", "measure_repeats", "paired_outcome", "pick_winner",
-    "remeasure_study", "run_of", "status_of_round", "summarise_candidate", "unresolved_step",
-    "verdict_between",
+    "remeasure_study", "results_floor", "run_of", "status_of_round", "summarise_candidate",
+    "unresolved_step", "verdict_between",
 ]

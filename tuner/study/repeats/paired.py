@@ -17,9 +17,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.metrics import RatioVerdict, paired_verdict, pooled_spread
+from tuner.metrics import RatioVerdict, floored, paired_verdict, pooled_spread, step_floor
 from tuner.study.outcome import TrialResult
 from tuner.study.repeats.fresh_start import fresh_start
+from tuner.study.repeats.remeasure import unresolved_step
 from tuner.study.run_folder import measure_tag
 from tuner.study.tracker import Tracker
 from tuner.study.trial import TrialContext
@@ -91,5 +92,15 @@ def paired_outcome(results: list[TrialResult], resolution: float) -> PairedOutco
         logs.append(math.log(cost_b / cost_a))
     if not logs:
         return PairedOutcome(None, left_out)
-    verdict = paired_verdict(logs, resolution, pooled=pooled_spread(sides))
+    floor = results_floor(results)
+    verdict = paired_verdict(logs, resolution, pooled=floored(pooled_spread(sides), floor),
+                             floor_sd=floor)
     return PairedOutcome(verdict, left_out)
+
+
+def results_floor(results: list[TrialResult]) -> float:
+    """The least start-to-start SD the usable starts can show (``step_floor``): capacities
+    that were not interpolated are known to their step only."""
+    return step_floor([unresolved_step(r.capacity.estimate) if r.capacity is not None
+                       and r.capacity.estimate is not None else None
+                       for r in results if usable(r)])

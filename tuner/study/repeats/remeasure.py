@@ -32,12 +32,14 @@ from tuner.metrics import (
     RatioVerdict,
     RunTokens,
     cost_samples,
+    floored,
     interval,
     measured,
     paired_verdict,
     point_cost,
     pooled_spread,
     ratio_interval,
+    step_floor,
     window_ns,
 )
 from tuner.study.outcome import (
@@ -280,7 +282,8 @@ def outcome_of(engine: str, picked: list[TrialResult], runs: list[MeasuredRun], 
     return RemeasureOutcome(candidates=out, winner=winner, defaults=defaults,
                             tuning_delta=delta, runs=runs, timing=timing, paired=paired,
                             paired_trial=paired_trial, study_verdict=study,
-                            start_spread=pooled_spread(start_groups(runs, picked)),
+                            start_spread=floored(pooled_spread(start_groups(runs, picked)),
+                                                 runs_floor(runs)),
                             verdicts=verdicts,
                             baseline=next((m for m in out if m.baseline), None),
                             against_baseline=against, against_baseline_trial=against_trial,
@@ -295,6 +298,12 @@ def _advantage(run: MeasuredRun, over: MeasuredRun) -> float:
     """The log of ``run``'s advantage over the start it is paired with: ``over``'s cost over
     its own (capacity ratio times price ratio)."""
     return math.log(over.usd_per_hour * run.load / (run.usd_per_hour * over.load))
+
+
+def runs_floor(runs: list[MeasuredRun]) -> float:
+    """The least start-to-start SD the pairable starts can show (``step_floor``): capacities
+    that were not interpolated are known to their step only."""
+    return step_floor([r.unresolved_step for r in runs if _pairable(r)])
 
 
 def start_groups(runs: list[MeasuredRun], picked: list[TrialResult]) -> list[list[float]]:
@@ -323,14 +332,16 @@ def verdicts_against(runs: list[MeasuredRun], picked: list[TrialResult], against
     :func:`verdicts_against_defaults` says."""
     base = {r.repeat: r for r in runs if r.trial == against.number and _pairable(r)}
     others = [t for t in picked if t.number != against.number]
-    pooled = pooled_spread(start_groups(runs, picked)) or prior
+    floor = runs_floor(runs)
+    pooled = floored(pooled_spread(start_groups(runs, picked)), floor) or prior
     found: list[TrialVerdict] = []
     for t in others:
         logs = [_advantage(r, over=d) for r in runs if r.trial == t.number and _pairable(r)
                 and (d := base.get(r.repeat)) is not None]
         if logs:
             found.append(TrialVerdict(trial=t.number, verdict=paired_verdict(
-                logs, resolution, pooled=pooled, family=len(others), looks=looks)))
+                logs, resolution, pooled=pooled, family=len(others), looks=looks,
+                floor_sd=floor)))
     return found
 
 
@@ -348,8 +359,10 @@ def verdict_between(runs: list[MeasuredRun], a: tuple[str, int], b: tuple[str, i
             if (o := theirs.get(rep)) is not None]
     if not logs:
         return None
-    pooled = pooled_spread([[r.load for r in mine.values()], [r.load for r in theirs.values()]])
-    return paired_verdict(logs, resolution, pooled=pooled, family=family)
+    floor = runs_floor([*mine.values(), *theirs.values()])
+    pooled = floored(pooled_spread([[r.load for r in mine.values()],
+                                    [r.load for r in theirs.values()]]), floor)
+    return paired_verdict(logs, resolution, pooled=pooled, family=family, floor_sd=floor)
 
 
 def study_verdict_of(found: list[TrialVerdict]
