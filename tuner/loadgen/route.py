@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tuner.core.errors import ConfigError
+from tuner.core import ConfigError
 
 Transport = Literal["raw", "aiohttp", "httpx"]
 TRANSPORTS: tuple[Transport, ...] = get_args(Transport)
