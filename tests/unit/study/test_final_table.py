@@ -18,16 +18,21 @@ def _remeasured(trial: int, defaults: bool) -> Remeasured:
                       output_tokens_per_s=[300.0, 310.0], command=None)
 
 
+def table_text(outcome: RemeasureOutcome, study: str) -> str:
+    """The final table of a study with ``outcome``, as an 80-column terminal shows it."""
+    summary = StudySummary.model_construct(
+        study=study, remeasure=outcome, defaults_trial=None, best_trial=None,
+        tuning_delta=outcome.tuning_delta)
+    console = Console(width=80, record=True)
+    console.print(final_table(summary))
+    return console.export_text()
+
+
 def test_labels_and_intervals_keep_to_one_line_at_80_columns() -> None:
     outcome = RemeasureOutcome.model_construct(
         winner=_remeasured(13, False), defaults=_remeasured(0, True),
         tuning_delta=Interval(value=1.0, low=0.93, high=1.08))
-    summary = StudySummary.model_construct(
-        study="vllm-workload-ci", remeasure=outcome, defaults_trial=None, best_trial=None,
-        tuning_delta=outcome.tuning_delta)
-    console = Console(width=80, record=True)
-    console.print(final_table(summary))
-    text = console.export_text()
+    text = table_text(outcome, "vllm-workload-ci")
     assert "defaults (trial 0)" in text
     assert "best (trial 13)" in text
     assert "$0.0739 (0.0694-0.0787)" in text
@@ -43,11 +48,6 @@ def test_the_tuning_delta_is_the_paired_interval_the_verdict_is_drawn_from() -> 
         winner=_remeasured(4, False), defaults=_remeasured(0, True),
         tuning_delta=Interval(value=1.04, low=1.02, high=1.07),
         verdicts=[TrialVerdict(trial=4, verdict=paired)])
-    summary = StudySummary.model_construct(
-        study="vllm-quickstart", remeasure=outcome, defaults_trial=None, best_trial=None,
-        tuning_delta=outcome.tuning_delta)
-    console = Console(width=80, record=True)
-    console.print(final_table(summary))
-    text = console.export_text()
+    text = table_text(outcome, "vllm-quickstart")
     assert "1.04x (0.88-1.22)" in text
     assert "1.02-1.07" not in text
