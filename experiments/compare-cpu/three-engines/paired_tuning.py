@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tuner.study.outcome import MeasuredRun
-from tuner.study.repeats import verdict_between
+from tuner.study.repeats import MeasuredRun, verdict_between
 
 RESULTS = Path(__file__).resolve().parent / "results" / "compare.json"
 
