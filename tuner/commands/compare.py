@@ -77,6 +77,7 @@ def build(inputs: CompareInputs) -> Comparison:
     """The comparison, from the stored studies and re-measurements (nothing runs)."""
     workload_path = Path(inputs.workload)
     workload = load_workload(workload_path)
+    resolution = workload.capacity.search_resolution()
     results, samples = [], {}
     for ref in inputs.studies:
         trials = load_trials(Path(ref.study_dir))
@@ -88,10 +89,11 @@ def build(inputs: CompareInputs) -> Comparison:
         ops = operations(trials, maintenance=spec.maintenance,
                          metrics_endpoint=spec.metrics_path is not None)
         result, s = engine_result(ref.engine, ref.display_name, ref.engine_version,
-                                  ref.study_dir, trials, picked, inputs.runs, inputs.seed, ops)
+                                  ref.study_dir, trials, picked, inputs.runs, inputs.seed, ops,
+                                  resolution)
         results.append(result)
         samples[ref.engine] = s
-    deltas = engine_deltas(results, samples, inputs.runs, workload.capacity.search_resolution())
+    deltas = engine_deltas(results, samples, inputs.runs, resolution)
     return Comparison(workload=str(workload_path), slo_ttft_p95_ms=workload.slo.required(TTFT_P95),
                       engines=results, engine_deltas=deltas,
                       verdict=comparison_verdict(results, deltas), runs=inputs.runs)
@@ -125,6 +127,11 @@ def log_to_mlflow(uri: str, name: str, comparison: Comparison, files: dict[str, 
             if e.tuning_delta is not None:
                 client.log_metric(run.info.run_id, f"tuning_delta.{e.engine}",
                                   e.tuning_delta.value)
+            t = e.tuning_verdict
+            if t is not None and t.low is not None and t.high is not None:
+                for key, value in (("ratio", t.ratio), ("ratio_low", t.low),
+                                   ("ratio_high", t.high)):
+                    client.log_metric(run.info.run_id, f"tuning_delta.{e.engine}.{key}", value)
         for d in comparison.engine_deltas:
             client.log_metric(run.info.run_id, f"engine_delta.{d.kind}.{d.other}",
                               d.ratio.value)

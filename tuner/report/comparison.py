@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from tuner.metrics import Interval, RatioVerdict, ratio_interval
-from tuner.report.study_report import saved_text
+from tuner.report.study_report import paired_text, saved_text
 from tuner.study import TrialResult
 from tuner.study.repeats import (
     MeasuredRun,
@@ -92,6 +92,9 @@ class EngineResult(BaseModel):
     defaults: Remeasured | None
     tuned: Remeasured | None
     tuning_delta: Interval | None
+    tuning_verdict: RatioVerdict | None = Field(default=None, description=(
+        "the tuned configuration against the defaults, paired start by start (None: the "
+        "tuned choice is the defaults, or no pair of starts met the SLOs)"))
     trials: list[TrialPoint]
     tuned_curve: list[CurvePoint]
     search_best: Remeasured | None = Field(default=None, description=(
@@ -149,8 +152,8 @@ def _curve(trial: TrialResult | None) -> list[CurvePoint]:
 
 def engine_result(engine: str, display: str, version: str, study_dir: str,
                   results: list[TrialResult], picked: dict[str, TrialResult],
-                  runs: list[MeasuredRun], seed: int, ops: Operations | None = None
-                  ) -> tuple[EngineResult, dict[str, np.ndarray]]:
+                  runs: list[MeasuredRun], seed: int, ops: Operations | None = None,
+                  resolution: float = 0.05) -> tuple[EngineResult, dict[str, np.ndarray]]:
     samples: dict[str, np.ndarray] = {}
     measured: dict[str, Remeasured | None] = {"defaults": None, "tuned": None}
     done: dict[int, tuple[Remeasured, np.ndarray]] = {}  # tuned may be the defaults' trial
@@ -175,9 +178,13 @@ def engine_result(engine: str, display: str, version: str, study_dir: str,
         note = "the defaults met no load within the SLOs"
     elif t is None:
         note = "no configuration met the SLOs"
+    paired = None
+    if d is not None and t is not None and t.trial != d.trial:
+        paired = verdict_between(runs, (engine, t.trial), (engine, d.trial), resolution)
     note = "; ".join(x for x in (note, *held) if x)
     return EngineResult(engine=engine, display_name=display, engine_version=version,
                         study_dir=study_dir, defaults=d, tuned=t, tuning_delta=delta,
+                        tuning_verdict=paired,
                         trials=_points(engine, results), tuned_curve=_curve(curve_of),
                         search_best=searched, note=note, operations=ops), samples
 
@@ -237,20 +244,47 @@ def engine_deltas(results: list[EngineResult], samples: dict[str, dict[str, np.n
     return out
 
 
+def tuning_gained(r: EngineResult, resolution: float = 0.05) -> bool:
+    """Whether tuning ``r``'s engine resolved a gain: its paired verdict is a win, or without
+    pairs the bootstrap over requests clears the resolution (thousands of requests make a
+    0.3% difference "sure")."""
+    if r.tuned is None or r.defaults is None or r.tuned.trial == r.defaults.trial:
+        return False
+    if r.tuning_verdict is not None:
+        return r.tuning_verdict.kind == "better"
+    return r.tuning_delta is not None and r.tuning_delta.low > 1.0 + resolution
+
+
+def tuning_text(r: EngineResult) -> str:
+    """What tuning ``r``'s engine gained, as its paired verdict says it (the bootstrap over
+    requests only when no pair of starts exists)."""
+    v = r.tuning_verdict
+    if v is None:
+        assert r.tuning_delta is not None
+        return saved_text(r.display_name, r.tuning_delta) + ", over requests (no paired starts)"
+    trial = r.tuned.trial if r.tuned is not None else None
+    kind = {"better": "win", "worse": "no_gain", "equivalent": "no_gain"}.get(v.kind, "open")
+    return paired_text(r.display_name, v, trial, kind, rerun="rerun with more --repeats")
+
+
+def _tuning_ratio(r: EngineResult) -> float:
+    if r.tuning_verdict is not None:
+        return r.tuning_verdict.ratio
+    return r.tuning_delta.value if r.tuning_delta is not None else 0.0
+
+
 def comparison_verdict(results: list[EngineResult], deltas: list[EngineDelta]) -> str:
     names = {r.engine: r.display_name for r in results}
     tuned = [r for r in results if r.tuning_delta is not None]
     parts = []
-    biggest = max(tuned, key=lambda r: r.tuning_delta.value if r.tuning_delta else 0,
-                  default=None)
-    if biggest is not None and biggest.tuning_delta is not None:
-        d = biggest.tuning_delta
+    biggest = max(tuned, key=_tuning_ratio, default=None)
+    if biggest is not None:
         if biggest.tuned is not None and biggest.defaults is not None and (
                 biggest.tuned.trial == biggest.defaults.trial):
             parts.append("tuning found nothing cheaper than the defaults of "
                          + " or ".join(r.display_name for r in tuned))
         else:
-            parts.append(saved_text(biggest.display_name, d))
+            parts.append(tuning_text(biggest))
     top = next((x for x in deltas if x.kind == "tuned"), None)
     if top is not None:
         parts.append(top.sentence(names))
@@ -258,16 +292,14 @@ def comparison_verdict(results: list[EngineResult], deltas: list[EngineDelta]) -
               if any(m is not None and m.slo_passed_runs < m.runs for m in (r.defaults, r.tuned))]
     caveat = (f" (but {' and '.join(unheld)} {NOT_MET} on some fresh starts: see the "
               "notes)") if unheld else ""
-    if biggest is not None and biggest.tuning_delta is not None and top is not None:
-        gained = biggest.tuning_delta.low > 1 and not (
-            biggest.tuned is not None and biggest.defaults is not None
-            and biggest.tuned.trial == biggest.defaults.trial)
+    if biggest is not None and top is not None:
+        gained = tuning_gained(biggest)
+        switched = top.verdict.ratio if top.verdict is not None else top.ratio.value
         if not gained and not top.winner_called:
             advice = "neither tuning nor switching engines resolved a gain here"
-        elif not top.winner_called or (gained and biggest.tuning_delta.value >= top.ratio.value):
+        elif not top.winner_called or (gained and _tuning_ratio(biggest) >= switched):
             advice = "tune before you switch"
         else:
             advice = "switching engines pays more than tuning"
         return "; ".join(parts) + f": {advice}{caveat}"
     return ("; ".join(parts) + caveat) if parts else "no engine met the SLOs on this workload"
-

@@ -29,10 +29,24 @@ def rows(c: Comparison, sep: str = " ", digits: int = 4) -> list[list[str]]:
     for e in c.engines:
         out.append([e.display_name, _money(e.defaults.cost if e.defaults else None, sep, digits),
                     _money(e.tuned.cost if e.tuned else None, sep, digits),
-                    _ratio(e.tuning_delta, sep),
+                    tuning_cell(e, sep),
                     capacity_text(e.tuned.capacities) if e.tuned else "-",
                     e.note])
     return out
+
+
+def tuning_cell(e: EngineResult, sep: str = " ") -> str:
+    """The tuning delta as its paired verdict decided it (tuned against the defaults, start
+    by start); the bootstrap over requests only where no pair of starts exists."""
+    v = e.tuning_verdict
+    if v is None:
+        over = " over requests" if e.tuning_delta is not None and e.tuned is not None and (
+            e.defaults is not None and e.tuned.trial != e.defaults.trial) else ""
+        return _ratio(e.tuning_delta, sep) + over
+    text = v.interval_text().replace(" (", f"{sep}(", 1)
+    return f"{text} paired, " + {"better": "resolved", "worse": "worse, resolved",
+                                 "equivalent": f"within ±{v.resolution:.0%}",
+                                 "unresolved": "unresolved"}[v.kind]
 
 
 HEAD = ["engine", "defaults $/M out", "tuned $/M out", "tuning delta", "tuned capacity", "note"]

@@ -65,8 +65,11 @@ def study_verdict(engine: str, r: RemeasureOutcome | None, defaults: TrialResult
     return saved_text(engine, d) + held
 
 
+RERUN = "rerun with more starts (--race N, or more --repeats)"
+
+
 def paired_text(engine: str, v: RatioVerdict, trial: int | None, kind: str,
-                against: str = "the defaults") -> str:
+                against: str = "the defaults", rerun: str = RERUN) -> str:
     """The study's verdict, side by side with ``against`` (the defaults, or the user's current
     configuration) on fresh starts: a win, nothing to gain, or unresolved, with the ratio's
     interval."""
@@ -79,7 +82,7 @@ def paired_text(engine: str, v: RatioVerdict, trial: int | None, kind: str,
                 f"trial {trial}, {v.interval_text()})")
     return (f"unresolved: the best configuration of {engine} (trial {trial}) against "
             f"{against} {v.interval_text()} after {v.pairs} pairs of fresh starts, not decided "
-            f"at ±{r}; rerun with more starts (--race N, or more --repeats)")
+            f"at ±{r}; {rerun}")
 
 
 def baseline_text(engine: str, r: RemeasureOutcome | None, baseline: TrialResult | None,

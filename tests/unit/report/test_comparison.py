@@ -9,13 +9,14 @@ import numpy as np
 from tuner.loadgen import RequestRecord, write_records_csv
 from tuner.report.comparison import (
     Comparison,
+    EngineResult,
     TrialPoint,
     comparison_verdict,
     engine_deltas,
     engine_result,
     operations,
 )
-from tuner.report.document import html_page, markdown
+from tuner.report.document import html_page, markdown, rows
 from tuner.report.plots import all_plots, pareto
 from tuner.study import Timing, TrialResult
 from tuner.study.repeats import MeasuredRun
@@ -53,10 +54,12 @@ def trial(number: int, defaults: bool, cost: float) -> TrialResult:
 
 def test_tuning_and_engine_deltas_and_verdict(tmp_path: Path) -> None:
     # Engine a: defaults make 50 tokens/request, tuned 100 (2x cheaper). Engine b: tuned 90.
-    runs = [run(tmp_path, "a", 0, True, 50, r) for r in range(2)]
-    runs += [run(tmp_path, "a", 3, False, 100, r) for r in range(2)]
-    runs += [run(tmp_path, "b", 0, True, 80, r) for r in range(2)]
-    runs += [run(tmp_path, "b", 2, False, 90, r) for r in range(2)]
+    # Capacities: a's tuned starts serve about twice its defaults', paired repeat by repeat.
+    loads = {("a", 0): [10.0, 11.0], ("a", 3): [20.0, 21.5], ("b", 0): [10.0, 10.5],
+             ("b", 2): [11.0, 11.5]}
+    runs = [run(tmp_path, e, t, t == 0, tokens, r).model_copy(update={"load": loads[e, t][r]})
+            for e, t, tokens in (("a", 0, 50), ("a", 3, 100), ("b", 0, 80), ("b", 2, 90))
+            for r in range(2)]
     a, sa = engine_result("a", "A", "1", "s", [trial(0, True, 2.0), trial(3, False, 1.0)],
                           {"defaults": trial(0, True, 2.0), "tuned": trial(3, False, 1.0)},
                           runs, seed=0)
@@ -70,9 +73,42 @@ def test_tuning_and_engine_deltas_and_verdict(tmp_path: Path) -> None:
     tuned = next(d for d in deltas if d.kind == "tuned")
     assert tuned.best == "a"
     assert 1.05 < tuned.ratio.value < 1.15
+    assert a.tuning_verdict is not None
+    assert a.tuning_verdict.kind == "better"
+    assert a.tuning_verdict.pairs == 2
     text = comparison_verdict([a, b], deltas)
-    assert text.startswith("tuning A saved 2.00x") or text.startswith("tuning A saved 1.9")
+    assert text.startswith("tuned A (trial 3) beats the defaults by 1.9"), text
+    assert "resolved at ±5%" in text
     assert text.endswith("tune before you switch")
+    assert rows_of(a)[3].endswith("paired, resolved")
+
+
+def rows_of(e: EngineResult) -> list[str]:
+    c = Comparison(workload="w", slo_ttft_p95_ms=1.0, engines=[e], engine_deltas=[], verdict="",
+                   runs=[])
+    return rows(c)[0]
+
+
+def test_a_tuning_delta_sure_over_requests_but_not_over_starts_is_unresolved(
+        tmp_path: Path) -> None:
+    # The three-engine comparison's transformers serve: tuned 1.26x over thousands of requests
+    # (the bootstrap's interval clears 1), but two restarts moved each capacity by ~8%.
+    loads = {0: [11.4, 10.6], 1: [14.6, 13.2]}
+    runs = [run(tmp_path, "t", n, n == 0, 100 if n else 80, r).model_copy(
+        update={"load": loads[n][r]}) for n in (0, 1) for r in range(2)]
+    t, _ = engine_result("t", "T", "1", "s", [trial(0, True, 1.25), trial(1, False, 1.0)],
+                         {"defaults": trial(0, True, 1.25), "tuned": trial(1, False, 1.0)},
+                         runs, seed=0, resolution=0.05)
+    assert t.tuning_delta is not None
+    assert t.tuning_delta.low > 1.0
+    assert t.tuning_verdict is not None
+    assert t.tuning_verdict.kind == "unresolved"
+    text = comparison_verdict([t], [])
+    assert text.startswith("unresolved: the best configuration of T (trial 1) against the "
+                           "defaults 1.2"), text
+    assert "saved" not in text
+    cell = rows_of(t)[3]
+    assert cell.endswith("paired, unresolved"), cell
 
 
 def test_overlapping_engines_call_no_winner(tmp_path: Path) -> None:
