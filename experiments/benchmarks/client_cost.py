@@ -6,6 +6,7 @@ event (stub ``usage``) or as plain OpenAI-style events without usage (stub ``pla
 llama-server, TGI, transformers serve and most gateways send), chunked transfer encoding.
 Clients, on core 1, at a constant 20 req/s, 32 tokens in and 128 out:
 - ``tune bench`` as it is (its default transport; ``--transport`` the others),
+- ``tune floor``: tune bench with a reader that only finds each stream's end (``NULL_READER``),
 - ``vllm bench serve`` (vLLM's benchmark module, as installed),
 - ``aiperf profile`` (aiperf 0.13.0, installed by this script in its own virtual environment
   under ~/.cache/tuner/aiperf-0.13.0; the tokenizer is the tiny model's folder, offline).
@@ -47,7 +48,7 @@ from scipy.stats import t as student_t
 
 from tuner.core import Settings
 from tuner.launch import free_port
-from tuner.loadgen import Route, Runner, StreamClient, run_loop
+from tuner.loadgen import Reading, Route, Runner, StreamClient, run_loop
 from tuner.measurement import open_bench
 from tuner.models import SERVED_NAME, make_model
 from tuner.workload import Workload
@@ -84,14 +85,16 @@ def workload_dict(model: Path, requests: int) -> dict[str, object]:
             "cost": {"usd_per_hour": 1.0}}
 
 
-def child_cpu(cmd: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None) -> float:
+def child_cpu(cmd: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None,
+              ok: tuple[int, ...] = (0,)) -> float:
     """CPU seconds (user + system) of one client run to the end (all its processes), on core
     1. ``cwd`` is where ``tuner`` is imported from (``python -c`` puts it first on the path).
-    A client that fails stops the benchmark with its output's end."""
+    A client that fails (an exit code not in ``ok``) stops the benchmark with its output's
+    end."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(["taskset", "-c", "1", *cmd], cwd=cwd, env=env,
                           capture_output=True, text=True)
-    if done.returncode != 0:
+    if done.returncode not in ok:
         raise SystemExit(f"{cmd[0]} exited {done.returncode}: {done.stderr[-2000:]}"
                          f"{done.stdout[-1000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -107,10 +110,24 @@ def vllm_cmd(url: str, model: Path, requests: int) -> list[str]:
             "--disable-tqdm"]
 
 
-def tune_cmd(url: str, workload: Path, transport: str | None = None) -> list[str]:
+NULL_READER = """
+from tuner.loadgen import Reading
+def read(self, chunk, now):
+    self.rec.done_ns = now
+    return chunk.endswith(b"[DONE]\\n\\n")
+Reading.read = read
+"""
+"""The floor: tune bench with a reader that only finds the stream's end (no event split, no
+token counted, no read timed). What is left is the process, the loop, the socket's reads and
+HTTP parsing: what any client that takes each network read as it arrives pays."""
+
+
+def tune_cmd(url: str, workload: Path, transport: str | None = None, floor: bool = False
+             ) -> list[str]:
     return [sys.executable, "-c", "import tuner.cli, os, sys; "
             "assert tuner.cli.__file__.startswith(os.getcwd()), tuner.cli.__file__; "
-            "sys.argv[0] = 'tune'; tuner.cli.main()", "bench", "--endpoint", url,
+            + (f"exec({NULL_READER!r}); " if floor else "")
+            + "sys.argv[0] = 'tune'; tuner.cli.main()", "bench", "--endpoint", url,
             "--workload", str(workload), *(["--transport", transport] if transport else [])]
 
 
@@ -196,6 +213,9 @@ def shipped(model: Path, tmp: Path, rounds: int, stubs: list[str], transport: st
         server = start_stub(port, kind)
         runs = {
             "tune bench": lambda n, url=url: child_cpu(tune_cmd(url, wl[n], transport)),
+            # exit 3: its records have no tokens, so the run misses its SLOs
+            "tune floor": lambda n, url=url: child_cpu(tune_cmd(url, wl[n], transport, True),
+                                                       ok=(0, 3)),
             "vllm bench serve": lambda n, url=url: child_cpu(vllm_cmd(url, model, n)),
             "aiperf": lambda n, url=url: child_cpu(
                 aiperf_cmd(url, n, tmp / f"aiperf-{time.monotonic_ns()}"),
@@ -219,7 +239,7 @@ def shipped(model: Path, tmp: Path, rounds: int, stubs: list[str], transport: st
         for name, costs in cost.items():
             print(f"  {name:<18} mean {sum(costs) / len(costs):.4f}  "
                   f"(rounds {', '.join(f'{c:.4f}' for c in costs)})")
-        peers = [name for name in runs if name != "tune bench"]
+        peers = [name for name in runs if not name.startswith("tune ")]
         cheaper = min(peers, key=lambda name: sum(cost[name]))
         for peer in peers:
             ratio, low, high = ratio_interval(
@@ -230,9 +250,16 @@ def shipped(model: Path, tmp: Path, rounds: int, stubs: list[str], transport: st
                            + ("met" if high <= 0.5 else "MISSED"))
             print(f"  tune bench / {peer}: {ratio:.2f}x (95% interval {low:.2f}-{high:.2f})"
                   f"{verdict}")
+        floor, low, high = ratio_interval(
+            [f / p for f, p in zip(cost["tune floor"], cost[cheaper], strict=True)])
+        print(f"  tune floor / {cheaper}: {floor:.2f}x (95% interval {low:.2f}-{high:.2f}): "
+              "the loop, the reads and HTTP parsing alone")
+        share, low, high = ratio_interval(
+            [f / t for f, t in zip(cost["tune floor"], cost["tune bench"], strict=True)])
+        print(f"  tune floor / tune bench: {share:.2f}x (95% interval {low:.2f}-{high:.2f})")
 
 
-def parts(url: str, model: Path) -> None:
+def parts(url: str, model: Path, stub: str) -> None:
     """The shipped client with one part swapped, in-process, CPU by process_time."""
     original = Runner._client
 
@@ -252,15 +279,25 @@ def parts(url: str, model: Path) -> None:
         await bench.once()
         return time.process_time() - cpu0
 
-    print("\nthe shipped client with one part swapped (in-process, CPU ms per token, "
-          "400 - 100 requests):")
+    print(f"\nstub {stub}: the shipped client with one part swapped (in-process, CPU ms per "
+          "token, 400 - 100 requests):", flush=True)
     for transport in ("httpx", "aiohttp", "raw"):
         Runner._client = with_transport(transport)  # type: ignore[method-assign]
         for loop_name, run in (("asyncio", asyncio.run), ("uvloop", run_loop)):
             c100 = run(once(100))
             c400 = run(once(400))
-            print(f"  transport {transport:<8} loop {loop_name:<8}{per_token(c100, c400):>8.4f}")
+            print(f"  transport {transport:<8} loop {loop_name:<8}{per_token(c100, c400):>8.4f}",
+                  flush=True)
     Runner._client = original  # type: ignore[method-assign]
+    # The floor under the reader (NULL_READER), in-process.
+    shipped_read = Reading.read
+    exec(NULL_READER)  # noqa: S102 - this file's own text
+    try:
+        c100, c400 = run_loop(once(100)), run_loop(once(400))
+    finally:
+        Reading.read = shipped_read  # type: ignore[method-assign]
+    print(f"  transport raw      loop uvloop  , reader that only finds the end (the floor)"
+          f"{per_token(c100, c400):>8.4f}", flush=True)
 
 
 def scaling(url: str, model: Path) -> None:
@@ -325,15 +362,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if "shipped" in sections:
             shipped(model, Path(tmp), args.rounds, args.stubs.split(","), args.transport)
-    if {"parts", "scaling"} & set(sections):
+    for stub in args.stubs.split(",") if "parts" in sections else []:
+        port = free_port()
+        server = start_stub(port, stub)
+        try:
+            parts(f"http://127.0.0.1:{port}", model, stub)
+        finally:
+            server.terminate()
+            server.wait()
+    if "scaling" in sections:
         port = free_port()
         server = start_stub(port, "usage")
-        url = f"http://127.0.0.1:{port}"
         try:
-            if "parts" in sections:
-                parts(url, model)
-            if "scaling" in sections:
-                scaling(url, model)
+            scaling(f"http://127.0.0.1:{port}", model)
         finally:
             server.terminate()
             server.wait()

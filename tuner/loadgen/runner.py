@@ -317,8 +317,13 @@ def gc_paused() -> Iterator[None]:
     """No cyclic garbage collection during a run: a full collection of the tuner's heap stalls
     the event loop for a hundred milliseconds and more, and every send and token timestamp
     with it (a step at 64 req/s had its sends 172 ms late at p99). Reference counting still
-    frees nearly everything; the collection runs once the run is over."""
+    frees nearly everything; the collection runs once the run is over, over what the run made
+    only: what was alive before it (the imports, a tokenizer's torch: 475,000 objects, 0.16 s
+    of CPU a collection on a 2-core EPYC) is frozen for the run (``gc.freeze``) and thawed
+    after, so that garbage it turns into is collected later as usual."""
     enabled = gc.isenabled()
+    if enabled:
+        gc.freeze()
     gc.disable()
     try:
         yield
@@ -326,6 +331,7 @@ def gc_paused() -> Iterator[None]:
         if enabled:
             gc.enable()
             gc.collect()
+            gc.unfreeze()
 
 
 async def _cancel_all(tasks: set[asyncio.Task[None]]) -> None:

@@ -92,6 +92,15 @@ def estimate(steps: list[RunSummary], best: RunSummary | None, failing: float | 
                             cost_per_m_output_tokens=cost_per_million(best.usd_per_hour, tokens))
 
 
+def interpolated(ci: CapacityInterval, step_load: float) -> bool:
+    """Whether the capacity's point was interpolated between its steps (False: it is known
+    only to lie in its bracket; searches that did not record it: whether it is off the
+    step)."""
+    if ci.load is None:
+        return False
+    return ci.interpolated if ci.interpolated is not None else ci.load != step_load
+
+
 def capacity_of(steps: list[RunSummary], found: CurveSearch) -> CapacityResult:
     """The search's result as a CapacityResult: its steps, the step whose figures stand for the
     capacity (the highest load that passed at or below it) and the estimate with its interval.
@@ -111,7 +120,7 @@ def capacity_of(steps: list[RunSummary], found: CurveSearch) -> CapacityResult:
         load = ci.load if ci.load is not None else ci.low
         tokens = best.output_token_throughput * load / best.load
         est = CapacityEstimate(load=load, low=ci.low, high=ci.high, binding=ci.binding,
-                               interpolated=ci.load is not None and ci.load != best.load,
+                               interpolated=interpolated(ci, best.load),
                                output_tokens_per_s=tokens,
                                cost_per_m_output_tokens=cost_per_million(best.usd_per_hour,
                                                                          tokens),

@@ -63,6 +63,10 @@ class CapacityInterval(BaseModel):
     binding: str | None
     steps: int
     level: float = LEVEL
+    interpolated: bool | None = None
+    """The point was interpolated on the binding metric's fitted curve, strictly inside its
+    bracket; False: it is the bracket's middle or end (the step is all that is known: a
+    censored failing step, a flat curve). None: not recorded (searches before it was)."""
 
     @property
     def bracketed(self) -> bool:
@@ -151,14 +155,17 @@ def _first_failing(fitted: np.ndarray, bound: float) -> int:
     return int(above[0]) if len(above) else len(fitted)
 
 
-def _interpolated(x0: float, x1: float, y0: float, y1: float, bound: float) -> float:
+def _interpolated(x0: float, x1: float, y0: float, y1: float, bound: float
+                  ) -> tuple[float, bool]:
     """Where the chord from (x0, y0) to (x1, y1) meets ``bound``, in log figure when both are
-    positive (a latency grows faster than linearly near saturation)."""
+    positive (a latency grows faster than linearly near saturation), and whether that is
+    strictly inside the bracket (False: its middle, for a flat chord, or an end)."""
     if y0 > 0 and y1 > 0:
         y0, y1, bound = math.log(y0), math.log(y1), math.log(bound)
     if y1 <= y0:
-        return (x0 + x1) / 2
-    return x0 + min(max((bound - y0) / (y1 - y0), 0.0), 1.0) * (x1 - x0)
+        return (x0 + x1) / 2, False
+    frac = (bound - y0) / (y1 - y0)
+    return x0 + min(max(frac, 0.0), 1.0) * (x1 - x0), 0.0 < frac < 1.0
 
 
 def capacity_interval(steps: Sequence[StepSample], bounds: dict[Metric, float], *,
@@ -205,29 +212,31 @@ def capacity_interval(steps: Sequence[StepSample], bounds: dict[Metric, float], 
     highest = int(np.sort(first[1:])[int(np.ceil((1 - tail) * (n_rep - 2)))])
     low = merged[lowest].load if lowest >= 0 else None
     high = merged[highest].load if highest < len(merged) else None
-    load = None
+    load, inside = None, False
     if low is not None and high is not None:
-        load = float(np.clip(np.exp(_point(merged, measured, fits, first[0], binding[0],
-                                           metrics, bounds, grid)), low, high))
+        point, inside = _point(merged, measured, fits, first[0], binding[0], metrics, bounds,
+                               grid)
+        load = float(np.clip(np.exp(point), low, high))
     name = ("stopped early" if binding[0] == -2 else
             metrics[binding[0]].key if binding[0] >= 0 else None)
     return CapacityInterval(load=load, low=low, high=high, binding=name, steps=len(steps),
-                            level=level)
+                            level=level, interpolated=inside)
 
 
 def _point(merged: list[StepSample], measured: list[int], fits: dict[int, np.ndarray],
            first: int, binding: int, metrics: list[Metric], bounds: dict[Metric, float],
-           grid: np.ndarray) -> float:
-    """The point estimate (log load): the binding metric's fitted curve interpolated between
-    the last step within the bounds and the first past them; the middle of that bracket when
-    the first past them is censored (its figure unknown); the bracket's end outside it."""
+           grid: np.ndarray) -> tuple[float, bool]:
+    """The point estimate (log load) and whether it was interpolated: the binding metric's
+    fitted curve interpolated between the last step within the bounds and the first past them;
+    the middle of that bracket when the first past them is censored (its figure unknown); the
+    bracket's end outside it."""
     if first == 0:
-        return float(grid[0])
+        return float(grid[0]), False
     if first >= len(merged):
-        return float(grid[-1])
+        return float(grid[-1]), False
     x0, x1 = float(grid[first - 1]), float(grid[first])
     if binding < 0 or first not in measured or first - 1 not in measured:
-        return (x0 + x1) / 2
+        return (x0 + x1) / 2, False
     fitted = fits[binding]
     i1 = measured.index(first)
     return _interpolated(x0, x1, float(fitted[i1 - 1]), float(fitted[i1]),

@@ -39,10 +39,25 @@ async def test_the_monitor_sees_a_blocked_loop() -> None:
 
 def test_the_garbage_collector_waits_for_the_run_to_end() -> None:
     import gc
+    import weakref
 
     from tuner.loadgen.runner import gc_paused
 
     assert gc.isenabled()
+    before = gc.get_freeze_count()
     with gc_paused():
         assert not gc.isenabled()
+        # what was alive before the run is left out of the collection at its end
+        assert gc.get_freeze_count() > before
+        made = Cycle()  # a cycle the run leaves behind is collected at its end
+        made.me = made
+        gone = weakref.ref(made)
+        del made
+        assert gone() is not None
+    assert gone() is None
     assert gc.isenabled()
+    assert gc.get_freeze_count() == before
+
+
+class Cycle:
+    me: object = None

@@ -9,9 +9,10 @@ import pytest
 from tests.unit.fakes.summaries import fake_summary
 from tests.unit.metrics.test_figures import done
 from tuner.measurement import Probe, SearchBudget, search_capacity
-from tuner.measurement.capacity import capacity_of
+from tuner.measurement.capacity import CapacityEstimate, capacity_of, interpolated
 from tuner.metric_registry import ERROR_RATE, TTFT_P95
-from tuner.metrics import RunSummary, StepSample
+from tuner.metrics import CapacityInterval, RunSummary, StepSample
+from tuner.study.repeats import unresolved_step
 
 BOUNDS = {TTFT_P95: 100.0, ERROR_RATE: 0.01}
 
@@ -131,3 +132,16 @@ async def test_a_step_that_measured_nothing_stops_the_search_unjudged() -> None:
     assert engine.calls == [1, 2, 4]  # 4 was not measured: neither a pass nor a fail
     assert found.stopped_by == "not_measured"
     assert found.interval.text() == "≥ 2 (not bracketed)"
+
+
+def test_a_point_in_the_middle_of_its_bracket_is_known_only_to_its_step() -> None:
+    middle = CapacityInterval(load=11.384, low=10.970, high=11.814, binding="stopped early",
+                              steps=8, interpolated=False)
+    assert not interpolated(middle, 10.970)
+    est = CapacityEstimate(load=11.384, low=10.970, high=11.814, binding="stopped early",
+                           interpolated=interpolated(middle, 10.970), output_tokens_per_s=1.0,
+                           cost_per_m_output_tokens=1.0, interval=middle)
+    assert unresolved_step(est) == pytest.approx(0.0769, abs=1e-3)
+    # a search that did not record it: off the step counts as interpolated, as before
+    old = middle.model_copy(update={"interpolated": None})
+    assert interpolated(old, 10.970)

@@ -41,6 +41,7 @@ def test_a_clear_pass_and_fail_bracket_the_capacity_and_interpolate() -> None:
     assert 8 < found.load < 16
     assert found.binding == "ttft_p95_ms"
     assert found.text() == f"{found.load:.3g} (8-16)"
+    assert found.interpolated is True
 
 
 def test_a_censored_step_puts_the_capacity_below_it() -> None:
@@ -48,6 +49,10 @@ def test_a_censored_step_puts_the_capacity_below_it() -> None:
     found = capacity_interval([step(4, 20), step(8, 30), cut], BOUNDS)
     assert (found.low, found.high) == (8, 10)
     assert found.binding == "stopped early"
+    # the point is the bracket's middle, not read off a curve: the step is all that is known
+    # (two fresh starts that land on these steps agree exactly, to 16 digits)
+    assert found.load == pytest.approx((8 * 10) ** 0.5)
+    assert found.interpolated is False
 
 
 def test_two_steps_at_one_load_that_disagree_both_count() -> None:
