@@ -8,7 +8,7 @@ client process on the same machine shares), per prompt; ``GET /writes`` answers 
 (``{sha1 of the prompt: [ns, ...]}``) and forgets them.
 
 Client tests run it on a thread of the test process (``sse_server``, a free port);
-experiments/benchmarks/client_cost.py runs it as its own process:
+experiments/benchmarks/client_cost.py runs it as its own process, or several on one port:
 ``python -m tests.sse_server PORT GAP_S [plain] [clock]``."""
 
 from __future__ import annotations
@@ -147,8 +147,9 @@ def sse_server(gap_s: float = 0.002, served: str = "tiny-llama", hit_share: floa
 async def serve_forever(port: int, gap_s: float, plain: bool = False, clock: bool = False
                         ) -> None:
     fake = Fake(gap_s, plain=plain, clock=clock)
+    # reuse_port: several processes can serve one port (the kernel spreads the connections)
     server = await asyncio.start_server(lambda r, w: _handle(r, w, fake), "127.0.0.1", port,
-                                        backlog=1024)
+                                        backlog=1024, reuse_port=True)
     async with server:
         await server.serve_forever()
 

@@ -1,0 +1,144 @@
+"""Does the load generator stay flat over a long run? Memory and CPU per token over 30 minutes.
+
+`tune bench` (on core 1) sends a constant 20 req/s of 32 tokens in and 128 out for
+``--minutes`` to the stub (tests/sse_server.py, plain OpenAI-style events 5 ms apart, on
+core 0), and writes its records (``--json``). Every 10 s this script reads the client's
+resident memory and CPU time (user + system), summed over its process tree (psutil). Then:
+- memory: the resident set one minute in (imports, tokenizer and plan made, the run under
+  way) against its largest later; target (issue 37): it grows by less than 50 MB;
+- CPU per token: the CPU of a 5-minute window a minute after the start and of one ending a
+  minute before the end, each divided by the output tokens whose stream ended in it (from
+  the records); target: the last within 10% of the first.
+
+Run: .venv/bin/python experiments/benchmarks/client_flat.py [--minutes 30] [--stub plain]
+Output kept in client_flat-*.txt next to this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from tuner.core import Settings
+from tuner.launch import free_port
+from tuner.loadgen import read_records_csv
+from tuner.models import SERVED_NAME, make_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from client_cost import ROOT, machine, start_stub, tune_cmd, workload_dict  # noqa: E402
+
+MB = 2**20
+WINDOW_S = 300.0
+LEAD_S = 8.0
+"""Launch to the first send, roughly (imports, the tokenizer, the plan)."""
+
+
+def tree(proc: psutil.Process) -> list[psutil.Process]:
+    try:
+        return [proc, *proc.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def sample(proc: psutil.Process) -> tuple[float, float] | None:
+    """Resident bytes and CPU seconds of the process tree, or None once it has gone."""
+    rss = cpu = 0.0
+    for p in tree(proc):
+        try:
+            rss += p.memory_info().rss
+            t = p.cpu_times()
+            cpu += t.user + t.system
+        except psutil.NoSuchProcess:
+            continue
+    return (rss, cpu) if rss else None
+
+
+def at(series: list[tuple[float, float, float]], t: float) -> tuple[float, float]:
+    """Resident bytes and CPU seconds at the sample nearest ``t`` seconds."""
+    _, rss, cpu = min(series, key=lambda s: abs(s[0] - t))
+    return rss, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, default=30)
+    parser.add_argument("--stub", choices=("plain", "usage"), default="plain")
+    args = parser.parse_args()
+    duration = args.minutes * 60
+    model = make_model(Settings().cache_dir / "models" / SERVED_NAME)
+    print(f"machine: {machine()}")
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                          capture_output=True).stdout.strip()
+    print(f"commit: {head}; stub {args.stub}; tune bench on core 1 at 20 req/s constant, "
+          f"32 tokens in, 128 out, {args.minutes:g} min; samples every 10 s", flush=True)
+    port = free_port()
+    server = start_stub(port, args.stub)
+    with tempfile.TemporaryDirectory() as tmp:
+        wl = Path(tmp) / "w.json"
+        spec = workload_dict(model, 1)
+        spec["stop"] = {"duration_s": duration}
+        wl.write_text(json.dumps(spec))
+        out = Path(tmp) / "out.json"
+        cmd = ["taskset", "-c", "1", *tune_cmd(f"http://127.0.0.1:{port}", wl),
+               "--json", str(out)]
+        series: list[tuple[float, float, float]] = []
+        try:
+            client = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, text=True)
+            proc = psutil.Process(client.pid)
+            t0 = time.monotonic()
+            while client.poll() is None:
+                got = sample(proc)
+                if got is not None:
+                    series.append((time.monotonic() - t0, *got))
+                    if len(series) % 30 == 0:
+                        print(f"  {series[-1][0] / 60:5.1f} min: {got[0] / MB:7.1f} MB, "
+                              f"{got[1]:7.1f} s CPU", flush=True)
+                time.sleep(10)
+            stderr = client.stderr.read() if client.stderr else ""
+        finally:
+            server.terminate()
+            server.wait()
+        if client.returncode != 0:
+            raise SystemExit(f"tune bench exited {client.returncode}: {stderr[-2000:]}")
+        records = read_records_csv(out.with_suffix(".records.csv"))
+    # Two clocks: the samples' (seconds since launch) and the records' (from the run's start,
+    # a few seconds after launch: imports, tokenizer, plan). At a constant rate the tokens in a
+    # 5-minute window do not depend on where it falls inside the run, so the windows are kept
+    # a minute away from the run's ends and ``LEAD_S`` only has to be roughly right.
+    sent0 = min(r.sent_ns for r in records)
+    first = (60.0, 60.0 + WINDOW_S)
+    last = (LEAD_S + duration - 60.0 - WINDOW_S, LEAD_S + duration - 60.0)
+
+    def tokens(window: tuple[float, float]) -> int:
+        lo, hi = ((w - LEAD_S) * 1e9 + sent0 for w in window)
+        return sum(r.generated for r in records if r.ok and r.done_ns is not None
+                   and lo <= r.done_ns < hi)
+
+    rows = []
+    for name, (lo, hi) in (("first 5 min", first), ("last 5 min", last)):
+        cpu = at(series, hi)[1] - at(series, lo)[1]
+        n = tokens((lo, hi))
+        rows.append((name, cpu, n, cpu / n * 1000 if n else float("nan")))
+        print(f"  {name}: {cpu:.1f} s CPU, {n} tokens, {rows[-1][3]:.4f} ms per token")
+    ratio = rows[1][3] / rows[0][3]
+    print(f"  CPU per token, last / first: {ratio:.3f}  target within 10%: "
+          + ("met" if abs(ratio - 1) <= 0.10 else "MISSED"))
+    base = at(series, 60)[0]
+    peak = max(s[1] for s in series if s[0] >= 60)
+    print(f"  resident memory at 1 min {base / MB:.1f} MB, largest after {peak / MB:.1f} MB, "
+          f"at the end {series[-1][1] / MB:.1f} MB: grew {(peak - base) / MB:.1f} MB  "
+          "target < 50 MB: " + ("met" if peak - base < 50 * MB else "MISSED"))
+    ok = sum(r.ok for r in records)
+    print(f"  requests: {len(records)} sent, {ok} ok")
+
+
+if __name__ == "__main__":
+    main()
