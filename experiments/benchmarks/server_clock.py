@@ -53,6 +53,9 @@ from tuner.launch import LaunchRequest, ProcessLauncher, wait_ready
 from tuner.loadgen import RequestRecord, read_records_csv
 from tuner.models import SERVED_NAME, make_model
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from client_cost import tune_cmd  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 INPUT, OUTPUT, RATE, REQUESTS = 128, 64, 4.0, 200
 HISTOGRAMS = {
@@ -112,10 +115,8 @@ def workload_file(model: Path, seed: int, path: Path) -> Path:
 
 
 def tune_bench(url: str, workload: Path, out: Path) -> list[RequestRecord]:
-    cmd = [sys.executable, "-c", "import sys, tuner.cli; sys.argv[0] = 'tune'; "
-           "tuner.cli.main()", "bench", "--endpoint", url, "--workload", str(workload),
-           "--json", str(out)]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run([*tune_cmd(url, workload), "--json", str(out)], cwd=ROOT,
+                          capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"tune bench exited {done.returncode}: {done.stderr[-2000:]}")
     return read_records_csv(out.with_suffix(".records.csv"))
