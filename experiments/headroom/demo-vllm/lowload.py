@@ -1,0 +1,53 @@
+"""Step 0 of the vLLM demo (PLAN.md): the defaults at low load, which fix the SLO rule's T and I.
+
+Starts vLLM CPU with the engine's defaults exactly as a trial does (the tuner's process
+launcher, OpenMP threads on core 0, its API server apart), waits until it serves, then runs
+``tune bench`` of ``workload-lowload.yaml`` (0.3 req/s Poisson for 200 s) on core 1 and
+writes its output to ``results/lowload.txt`` and ``results/lowload.json``.
+
+Run: .venv/bin/python experiments/headroom/demo-vllm/lowload.py   (~6 minutes)
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tuner.core import Settings
+from tuner.engines import load_engine_spec
+from tuner.host import cpu_identity, realtime_allowed, running_on
+from tuner.launch import LaunchRequest, ProcessLauncher, wait_ready
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+MODEL = Settings().cache_dir / "models" / "smollm2-135m"
+
+
+def main() -> None:
+    spec = load_engine_spec("vllm")
+    results = HERE / "results"
+    results.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        handle = ProcessLauncher().start(LaunchRequest(
+            spec=spec, config={}, model=str(MODEL), served_name="smollm2-135m",
+            log_path=Path(tmp) / "vllm.log", cpus="0"))
+        try:
+            wait_ready(handle, spec, "smollm2-135m", timeout_s=900)
+            with running_on([1], realtime=realtime_allowed()):
+                done = subprocess.run(
+                    [sys.executable, "-m", "tuner", "bench", "--endpoint", handle.base_url,
+                     "--workload", str(HERE / "workload-lowload.yaml"),
+                     "--json", str(results / "lowload.json")],
+                    cwd=ROOT, capture_output=True, text=True)
+        finally:
+            handle.stop()
+    text = f"machine: {cpu_identity()}\n{done.stdout}{done.stderr}"
+    (results / "lowload.txt").write_text(text)
+    print(text)
+    if done.returncode != 0:
+        raise SystemExit(done.returncode)
+
+
+if __name__ == "__main__":
+    main()
