@@ -17,8 +17,9 @@ the engine serves. Trial 0 runs the engine's defaults; --trials launched configu
 the best --remeasure-top and the defaults are measured again on fresh starts.
 
 Outputs: a table of defaults against the best with intervals and the tuning delta, the best
-launch command, and tune-runs/<study>/ (summary.json, study.db, MLflow, engine logs, records,
-plots). Exit codes: 0 done, 1 failure, 2 bad input (one line naming it), 130 interrupted.
+launch command, and tune-runs/<study>/ (summary.json, best_config.yaml for tune measure
+--config, launch_command.sh, study.db, MLflow, engine logs, records, plots). Exit codes: 0
+done, 1 failure, 2 bad input (one line naming it), 130 interrupted.
 
 The subcommands below bench a running server, compare engines, measure noise, fit workloads
 and more; each has its own --help."""

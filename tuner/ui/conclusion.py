@@ -127,6 +127,10 @@ def conclude(prep: PreparedStudy, state: StudyProgress, study: optuna.Study,
         plots["pareto"] = tradeoff_plot(points, front, cfg.folder.plot("pareto"),
                                         {m.key: b for m, b in slo.bounds().items()
                                          if m.objective})
+    texts = {"best_config.yaml": best_config_yaml(spec.name, winner, best),
+             "launch_command.sh": "#!/bin/sh\n" + (summary.best_command or "# none") + "\n"}
+    for name, text in texts.items():  # beside summary.json, for tune measure --config
+        write_atomic(out.parent / name, text)
     turn: AbstractContextManager[bool] = (finished.summary_turn() if finished
                                           else nullcontext(True))
     c = summary.comparison
@@ -150,9 +154,7 @@ def conclude(prep: PreparedStudy, state: StudyProgress, study: optuna.Study,
                          else {})},
                 artifacts=[("", out), *(("plots", p) for p in plots.values())],
                 starts=rm.runs if rm else (),
-                texts={"best_config.yaml": best_config_yaml(spec.name, winner, best),
-                       "launch_command.sh": "#!/bin/sh\n" + (summary.best_command or "# none")
-                       + "\n"})
+                texts=texts)
     console.print(final_table(summary))
     console.print(summary.verdict)
     if summary.baseline_verdict:
