@@ -141,5 +141,5 @@ async def test_usage_counted_once_at_the_end_gives_one_token_per_event(server: E
         await client.send(planned, rec, 0)
     assert rec.ok, rec.error
     assert rec.output_tokens == 12  # the server's own count, from its last event
-    assert rec.chunk_tokens == [1] * 12
+    assert list(rec.chunk_tokens) == [1] * 12
     assert len(rec.itl_ns()) == 11

@@ -96,7 +96,8 @@ def build(inputs: CompareInputs) -> Comparison:
     deltas = engine_deltas(results, samples, inputs.runs, resolution)
     return Comparison(workload=str(workload_path), slo_ttft_p95_ms=workload.slo.required(TTFT_P95),
                       engines=results, engine_deltas=deltas,
-                      verdict=comparison_verdict(results, deltas), runs=inputs.runs)
+                      verdict=comparison_verdict(results, deltas, resolution),
+                      runs=inputs.runs)
 
 
 def write_report(comparison: Comparison, folder: Path) -> dict[str, Path]:

@@ -141,8 +141,7 @@ class Reading:
         if tokens > 0 or text:
             if rec.first_token_ns is None:
                 rec.first_token_ns = now
-            rec.chunk_ns.append(now)
-            rec.chunk_tokens.append(tokens)
+            rec.add_chunk(now, tokens)
         if ends_with_done(block):
             rec.done_ns = now
             return True

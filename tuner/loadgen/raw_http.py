@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import cast
 
@@ -59,7 +60,7 @@ class _Connection(asyncio.Protocol):
         """The reader had what it wanted: later body bytes are dropped."""
         self.failure: httpx.TransportError | None = None
         self.on_read: OnRead | None = None
-        self.pending: list[tuple[bytes, int]] = []
+        self.pending: deque[tuple[bytes, int]] = deque()
         self.head: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.wakeup: asyncio.Future[None] | None = None
         self.on_end: Callable[[], None] | None = None
@@ -165,7 +166,7 @@ class _Body(httpx.AsyncByteStream):
         conn = self.conn
         while True:
             while conn.pending:
-                chunk, _ = conn.pending.pop(0)
+                chunk, _ = conn.pending.popleft()
                 yield chunk
             if conn.failure is not None:
                 raise conn.failure

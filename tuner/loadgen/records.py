@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import csv
 import json
+from array import array
+from collections.abc import MutableSequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -32,6 +34,19 @@ from tuner.host import atomic_open
 
 ENDED_BY_CLIENT = 499
 """``status`` of a request the tuner ended itself (as nginx logs a client that closed)."""
+
+
+def chunk_times(values: list[int] | None = None) -> array[int]:
+    """A record's chunk arrival times: 8 bytes each in one block, not a Python int each (a
+    long run keeps every record until its figures are made)."""
+    return array("q", values or ())
+
+
+def chunk_counts(values: list[int] | None = None) -> array[int]:
+    """A record's tokens per chunk: one byte each while every count is from 0 to 255 (a
+    streamed chunk mostly carries one token), 8 bytes each otherwise."""
+    values = values or []
+    return array("B" if all(0 <= v < 256 for v in values) else "q", values)
 
 
 @dataclass(slots=True)
@@ -45,8 +60,8 @@ class RequestRecord:
     sent_ns: int = 0
     first_token_ns: int | None = None
     done_ns: int | None = None
-    chunk_ns: list[int] = field(default_factory=list)
-    chunk_tokens: list[int] = field(default_factory=list)
+    chunk_ns: MutableSequence[int] = field(default_factory=chunk_times)
+    chunk_tokens: MutableSequence[int] = field(default_factory=chunk_counts)
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     status: int | None = None
@@ -55,6 +70,14 @@ class RequestRecord:
     step: int = 0
     mismatch: str | None = None
     """How the served request differed from its plan (prompt or forced output length)."""
+
+    def add_chunk(self, at_ns: int, tokens: int) -> None:
+        """A chunk arrived at ``at_ns`` with ``tokens`` tokens."""
+        self.chunk_ns.append(at_ns)
+        try:
+            self.chunk_tokens.append(tokens)
+        except OverflowError:  # not a byte's worth: widen this record's counts once
+            self.chunk_tokens = array("q", [*self.chunk_tokens, tokens])
 
     @property
     def ok(self) -> bool:
@@ -101,7 +124,7 @@ def write_records_csv(records: list[RequestRecord], path: Path) -> None:
             row = []
             for name in names:
                 value = getattr(rec, name)
-                row.append(json.dumps(value) if name in _LIST_FIELDS else
+                row.append(json.dumps(list(value)) if name in _LIST_FIELDS else
                            "" if value is None else value)
             writer.writerow(row)
 
@@ -115,8 +138,10 @@ def read_records_csv(path: Path) -> list[RequestRecord]:
             kwargs: dict[str, object] = {}
             for name, text in row.items():
                 kind = str(kinds[name])
-                if name in _LIST_FIELDS:
-                    kwargs[name] = json.loads(text)
+                if name == "chunk_ns":
+                    kwargs[name] = chunk_times(json.loads(text))
+                elif name == "chunk_tokens":
+                    kwargs[name] = chunk_counts(json.loads(text))
                 elif text == "":
                     kwargs[name] = None
                 elif kind.startswith("int"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from tuner.loadgen.precise_timer import wait_until
 from tuner.workload import NS
 
 
@@ -18,7 +19,10 @@ async def sleep_until(target_ns: int) -> None:
     the plan, and the run's dispatch lag is reported), but never early. Nothing here blocks
     the loop: a blocking sleep would delay every token timestamp of every stream, and a busy
     spin, on a machine the engine also loads, costs the client the scheduler's favour
-    (measured in experiments/benchmarks/harness_fidelity.py)."""
+    (measured in experiments/benchmarks/harness_fidelity.py). Where Linux has a timerfd the
+    wait is on it (tuner/loadgen/precise_timer.py), to the nanosecond rather than the loop
+    timers' millisecond; the loop's timers then only guard against an early return."""
+    await wait_until(target_ns)
     # a deadline, not a condition another task sets: nothing to wait on but the clock
     while (delay := (target_ns - time.perf_counter_ns()) / NS) > 0:  # noqa: ASYNC110
         await asyncio.sleep(delay)

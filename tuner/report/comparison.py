@@ -244,7 +244,7 @@ def engine_deltas(results: list[EngineResult], samples: dict[str, dict[str, np.n
     return out
 
 
-def tuning_gained(r: EngineResult, resolution: float = 0.05) -> bool:
+def tuning_gained(r: EngineResult, resolution: float) -> bool:
     """Whether tuning ``r``'s engine resolved a gain: its paired verdict is a win, or without
     pairs the bootstrap over requests clears the resolution (thousands of requests make a
     0.3% difference "sure")."""
@@ -273,7 +273,8 @@ def _tuning_ratio(r: EngineResult) -> float:
     return r.tuning_delta.value if r.tuning_delta is not None else 0.0
 
 
-def comparison_verdict(results: list[EngineResult], deltas: list[EngineDelta]) -> str:
+def comparison_verdict(results: list[EngineResult], deltas: list[EngineDelta],
+                       resolution: float = 0.05) -> str:
     names = {r.engine: r.display_name for r in results}
     tuned = [r for r in results if r.tuning_delta is not None]
     parts = []
@@ -293,7 +294,7 @@ def comparison_verdict(results: list[EngineResult], deltas: list[EngineDelta]) -
     caveat = (f" (but {' and '.join(unheld)} {NOT_MET} on some fresh starts: see the "
               "notes)") if unheld else ""
     if biggest is not None and top is not None:
-        gained = tuning_gained(biggest)
+        gained = tuning_gained(biggest, resolution)
         switched = top.verdict.ratio if top.verdict is not None else top.ratio.value
         if not gained and not top.winner_called:
             advice = "neither tuning nor switching engines resolved a gain here"

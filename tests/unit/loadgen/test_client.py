@@ -65,7 +65,7 @@ async def test_chunks_with_several_tokens_and_none_are_counted_by_usage() -> Non
     assert rec.ok
     assert rec.output_tokens == 4
     assert rec.prompt_tokens == 10
-    assert rec.chunk_tokens == [1, 2, 1]
+    assert list(rec.chunk_tokens) == [1, 2, 1]
     assert len(rec.itl_ns()) == 3
     sent = bodies[0]
     assert sent["min_tokens"] == 4
@@ -82,7 +82,7 @@ async def test_chat_deltas_and_a_role_only_first_chunk() -> None:
     caps = ServerCaps(continuous_usage=False)
     rec, bodies = await send(lambda r: reply(body), caps, api="chat")
     assert rec.ok
-    assert rec.chunk_tokens == [1, 1]
+    assert list(rec.chunk_tokens) == [1, 1]
     assert rec.output_tokens == 2
     assert bodies[0]["messages"] == [{"role": "user", "content": "hello"}]
     assert rec.first_token_ns == rec.chunk_ns[0]

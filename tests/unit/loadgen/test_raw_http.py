@@ -124,7 +124,7 @@ async def test_a_server_that_drops_the_stream_midway_is_an_error(route: Route) -
     assert rec.error
     if route == DIRECT:
         assert rec.error == "ConnectionError: the server closed the connection"
-    assert rec.chunk_tokens == [1]
+    assert list(rec.chunk_tokens) == [1]
 
 
 @EVERY

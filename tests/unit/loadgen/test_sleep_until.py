@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import time
 
 import pytest
 
+from tuner.loadgen import precise_timer
 from tuner.loadgen import schedule as runner
 
 
@@ -54,3 +57,39 @@ def test_never_early_on_uvloop_while_the_loop_is_busy() -> None:
         return [await busy_then_wait(ahead) for ahead in range(100_000, 3_000_000, 150_000)]
 
     assert min(event_loop.run(main())) >= 0
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="timerfd is Linux's")
+def test_the_timerfd_wait_is_never_early_and_leaves_no_descriptor() -> None:
+    from tuner.loadgen import event_loop
+
+    assert precise_timer.available()
+
+    async def waits() -> list[int]:
+        late = []
+        for ahead_ns in (0, 50_000, 300_000, 900_000, 2_500_000):
+            target = time.perf_counter_ns() + ahead_ns
+            await precise_timer.wait_until(target)
+            late.append(time.perf_counter_ns() - target)
+        return late
+
+    before = open_fds()
+    for run in (asyncio.run, event_loop.run):  # asyncio's loop and uvloop's
+        assert min(run(waits())) >= 0
+    assert open_fds() == before
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="timerfd is Linux's")
+async def test_a_cancelled_wait_closes_its_timer() -> None:
+    before = open_fds()
+    waiter = asyncio.create_task(precise_timer.wait_until(time.perf_counter_ns() + 10 * 10**9))
+    await asyncio.sleep(0.01)
+    assert open_fds() == before + 1
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert open_fds() == before

@@ -17,7 +17,8 @@ def done(i: int, sent_ms: int, ttft_ms: int, gaps_ms: list[int], *, warm: bool =
                       sent_ns=sent_ms * MS, warmup=warm)
     t = (sent_ms + ttft_ms) * MS
     r.first_token_ns = t
-    r.chunk_ns, r.chunk_tokens = [t], [1]
+    r.chunk_ns.append(t)
+    r.chunk_tokens.append(1)
     for g in gaps_ms:
         t += g * MS
         r.chunk_ns.append(t)
@@ -102,3 +103,14 @@ def test_a_run_of_warm_up_only_is_not_measured_and_says_why() -> None:
     measured = summarise(RunOutcome(4.0, [done(0, 0, 10, [5])], 1, 10**9, None, None), W,
                          ServerCaps())
     assert measured.not_measured is None
+
+
+def test_chunk_counts_past_a_byte_widen_and_survive_the_csv(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    r = done(0, 0, 10, [5, 5])
+    r.add_chunk(r.chunk_ns[-1] + 5 * MS, 300)  # a server that sent 300 tokens in one chunk
+    r.add_chunk(r.chunk_ns[-1] + 5 * MS, -1)   # and then a count that went back
+    assert list(r.chunk_tokens) == [1, 1, 1, 300, -1]
+    write_records_csv([r], tmp_path / "r.csv")
+    back = read_records_csv(tmp_path / "r.csv")[0]
+    assert list(back.chunk_tokens) == [1, 1, 1, 300, -1]
+    assert back.chunk_ns == r.chunk_ns

@@ -15,6 +15,7 @@ from tuner.report.comparison import (
     engine_deltas,
     engine_result,
     operations,
+    tuning_gained,
 )
 from tuner.report.document import html_page, markdown, rows
 from tuner.report.plots import all_plots, pareto
@@ -81,6 +82,11 @@ def test_tuning_and_engine_deltas_and_verdict(tmp_path: Path) -> None:
     assert "resolved at ±5%" in text
     assert text.endswith("tune before you switch")
     assert rows_of(a)[3].endswith("paired, resolved")
+
+    # Without pairs, the bootstrap over requests decides, at the workload's resolution
+    unpaired = a.model_copy(update={"tuning_verdict": None})
+    assert tuning_gained(unpaired, 0.05)
+    assert not tuning_gained(unpaired, a.tuning_delta.low - 1.0 + 0.01)
 
 
 def rows_of(e: EngineResult) -> list[str]:
