@@ -3,12 +3,16 @@
 Starts vLLM CPU with the engine's defaults exactly as a trial does (the tuner's process
 launcher, OpenMP threads on core 0, its API server apart), waits until it serves, then runs
 ``tune bench`` of ``workload-lowload.yaml`` (0.3 req/s Poisson for 200 s) on core 1 and
-writes its output to ``results/lowload.txt`` and ``results/lowload.json``.
+writes its output to ``results/lowload.txt`` and ``results/lowload.json`` (``--name
+lowload-f23m1`` names them for another machine, which PLAN.md starts again from here;
+``--engine llamacpp --workload experiments/headroom/demo/workload-lowload.yaml`` does the same
+for llama-server's demo and grid, into that folder's ``results/``).
 
 Run: .venv/bin/python experiments/headroom/demo-vllm/lowload.py   (~6 minutes)
 """
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 import tempfile
@@ -25,8 +29,15 @@ MODEL = Settings().cache_dir / "models" / "smollm2-135m"
 
 
 def main() -> None:
-    spec = load_engine_spec("vllm")
-    results = HERE / "results"
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--name", default="lowload", help="the results' file stem")
+    parser.add_argument("--engine", default="vllm",
+                        help="vllm, or llamacpp (llama-server demo: experiments/headroom/demo)")
+    parser.add_argument("--workload", type=Path, default=HERE / "workload-lowload.yaml")
+    args = parser.parse_args()
+    name = args.name
+    spec = load_engine_spec(args.engine)
+    results = args.workload.resolve().parent / "results"
     results.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         handle = ProcessLauncher().start(LaunchRequest(
@@ -37,13 +48,13 @@ def main() -> None:
             with running_on([1], realtime=realtime_allowed()):
                 done = subprocess.run(
                     [sys.executable, "-m", "tuner", "bench", "--endpoint", handle.base_url,
-                     "--workload", str(HERE / "workload-lowload.yaml"),
-                     "--json", str(results / "lowload.json")],
+                     "--workload", str(args.workload),
+                     "--json", str(results / f"{name}.json")],
                     cwd=ROOT, capture_output=True, text=True)
         finally:
             handle.stop()
     text = f"machine: {cpu_identity()}\n{done.stdout}{done.stderr}"
-    (results / "lowload.txt").write_text(text)
+    (results / f"{name}.txt").write_text(text)
     print(text)
     if done.returncode != 0:
         raise SystemExit(done.returncode)
