@@ -273,20 +273,33 @@ class StreamClient:
 
     async def _exchange(self, body: bytes, reading: Reading, t0_ns: int) -> None:
         rec = reading.rec
-        async with self._http.stream("POST", self._path, content=body) as resp:
-            rec.status = resp.status_code
-            if resp.status_code != 200:
-                rec.error = f"HTTP {resp.status_code}: {(await error_body(resp))[:200]}"
-                return
-            push: Push | None = resp.extensions.get(PUSH)
-            if push is not None:
-                await push(lambda chunk, at: reading.read(chunk, at - t0_ns))
-                return
-            chunks = resp.aiter_raw()
-            async for chunk in chunks:
-                if reading.read(chunk, time.perf_counter_ns() - t0_ns):
-                    await drain(chunks)
+        resp: httpx.Response | None = None
+        try:
+            async with self._http.stream("POST", self._path, content=body) as resp:
+                rec.status = resp.status_code
+                if resp.status_code != 200:
+                    rec.error = f"HTTP {resp.status_code}: {(await error_body(resp))[:200]}"
                     return
+                push: Push | None = resp.extensions.get(PUSH)
+                if push is not None:
+                    await push(lambda chunk, at: reading.read(chunk, at - t0_ns))
+                    return
+                chunks = resp.aiter_raw()
+                async for chunk in chunks:
+                    if reading.read(chunk, time.perf_counter_ns() - t0_ns):
+                        await drain(chunks)
+                        return
+        finally:
+            if resp is not None:  # closed by now: unbind it from its stream
+                resp.stream = SPENT
+
+
+SPENT = httpx.ByteStream(b"")
+"""What a finished response's stream is set to. httpx binds each response and its stream to
+each other (``BoundAsyncStream``), a reference cycle per request that holds the request, its
+body and headers; only the cyclic collector frees it, and that waits for a run's end
+(``gc_paused``): a 30-minute run at 20 req/s kept 400 MB of them. Unbound, reference counting
+frees them as soon as the request is done."""
 
 
 async def drain(chunks: AsyncIterator[bytes]) -> None:

@@ -4,9 +4,11 @@ raw one (the default) in every test, httpx's own and aiohttp's where they must b
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
+import httpx
 import pytest
 
 from tuner.loadgen.client import ServerCaps, StreamClient
@@ -174,3 +176,24 @@ async def test_a_kept_alive_connection_that_drops_midway_through_an_answer_is_an
     assert not second.ok
     assert "ConnectionError" in (second.error or "")
     assert len(connections) == 1
+
+
+@EVERY
+async def test_a_finished_request_leaves_no_garbage_cycle(route: Route) -> None:
+    """A run pauses the cyclic collector (gc_paused), so whatever a request leaves in a
+    reference cycle stays until the run ends: nothing of a finished request may."""
+    async with serving(streams) as (url, _):
+        await send(url, n=1, route=route)  # the first: connections and imports settle
+        gc.collect()
+        gc.disable()
+        try:
+            recs = await send(url, n=5, route=route)
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            gc.collect()
+            left = [o for o in gc.garbage if isinstance(o, httpx.Response | httpx.Request)]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            gc.enable()
+    assert all(r.ok for r in recs), [r.error for r in recs]
+    assert left == []
