@@ -62,7 +62,11 @@ def test_it_resumes_with_one_more_trial(earlier: Path, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # the study's model is ./model, as where it was made
     model = fake_model(Path("model"))
-    cfg = StudyConfig(engine="vllm", workload=DATA / "workload-ci.yaml", model=str(model),
+    # Resuming takes the workload the study was made with (workload-ci.yaml as it was then).
+    stored = optuna.load_study(study_name="earlier", storage=f"sqlite:///{earlier / 'study.db'}")
+    workload = tmp_path / "workload-ci.yaml"
+    workload.write_text(parse_record(stored.user_attrs).workload_yaml)
+    cfg = StudyConfig(engine="vllm", workload=workload, model=str(model),
                       search_space=DATA / "space-ci.yaml", trials=3, remeasure_top=0,
                       study_name="earlier", seed=3, out_dir=earlier.parent, heartbeat_s=1)
     quiet = Console(file=(tmp_path / "progress.txt").open("w"))

@@ -295,6 +295,12 @@ class _Search:
             log.warning("trial %d was failed by its heartbeat meanwhile; its result is kept in "
                         "%s only", trial.number, kept)
             return
+        except BaseException:
+            # The storage did not take it (a disk filled after the JSON was written): the trial
+            # is not finished for the study, which runs it again on resume, so no file may say
+            # it is.
+            kept.unlink(missing_ok=True)
+            raise
         self.state.results.append(result)
         self.state.own.append(result)
         self.tracker.log_trial(result)

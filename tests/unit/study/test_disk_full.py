@@ -139,3 +139,27 @@ def test_a_trial_whose_result_cannot_be_written_goes_back_to_the_queue(
     assert sorted(trial_files(cfg)) == [f"trial-{t.number:03d}.json" for t in done]
     assert [t.state for t in study.get_trials() if t.number == 1] == [TrialState.FAIL]
     assert study.get_trials(states=(TrialState.WAITING,))
+
+
+def test_a_trial_the_storage_cannot_take_leaves_no_result_file(
+        tmp_path: Path, make_ctx: MakeContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk fills between a trial's JSON and its write to the storage (SQLite's "database
+    or disk is full"): the JSON goes too, so the files still name only finished trials."""
+    cfg = config(tmp_path)
+    real = optuna.Study.tell
+
+    def tell(self: optuna.Study, trial: optuna.trial.Trial | int, *args: object,
+             **kwargs: object) -> object:
+        number = trial if isinstance(trial, int) else trial.number
+        if number == 1:
+            raise OSError(errno.ENOSPC, "database or disk is full")
+        return real(self, trial, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(optuna.Study, "tell", tell)
+    with pytest.raises(OSError, match="disk is full"):
+        run_search(cfg, make_ctx(FakeLauncher(), FakeMeasurer()), NullTracker(),
+                   StudyProgress())
+    study = optuna.load_study(study_name="full", storage=cfg.storage_url)
+    done = study.get_trials(states=(TrialState.COMPLETE,))
+    assert [t.number for t in done] == [0]
+    assert sorted(trial_files(cfg)) == ["trial-000.json"]

@@ -4,7 +4,6 @@ disjoint GPUs, and the defaults trial tells Optuna only what was set."""
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,9 @@ HW = Hardware(device="gpu", cpu_model="x", cpu_cores=64, memory_gib=1024, numa_n
 
 
 class SlowMeasurer(FakeMeasurer):
-    """Holds each engine (and its GPUs) for a while and watches for shared devices."""
+    """Holds each engine (and its GPUs) until a second engine is held beside it, and watches
+    for shared devices. Waiting for the overlap, not sleeping, makes it independent of how
+    busy the machine is; a study that never runs two trials at once ends the wait once."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -31,6 +32,8 @@ class SlowMeasurer(FakeMeasurer):
         self.clashes: list[list[int]] = []
         self.peak = 0
         self.guard = threading.Lock()
+        self.overlapped = threading.Event()
+        self.gave_up = threading.Event()
 
     def capacity(self, handle: EngineHandle, accelerators: int):  # type: ignore[no-untyped-def]
         devices = handle.request.devices  # type: ignore[attr-defined]
@@ -40,7 +43,10 @@ class SlowMeasurer(FakeMeasurer):
                 self.clashes.append(devices)
             self.held[id(handle)] = devices
             self.peak = max(self.peak, len(self.held))
-        time.sleep(0.3)
+            if len(self.held) > 1:
+                self.overlapped.set()
+        if not self.gave_up.is_set() and not self.overlapped.wait(timeout=60):
+            self.gave_up.set()
         with self.guard:
             del self.held[id(handle)]
         return super().capacity(handle, accelerators)
