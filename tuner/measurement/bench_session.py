@@ -108,9 +108,10 @@ class Bench:
                         offered_rps=None if isinstance(w.arrival, ConcurrencyArrivals)
                         else load)
 
-    async def warm_up(self, load: float) -> WarmupResult:
-        """Ramp the engine up from ``load`` once, then warm it at ``load`` until its
-        latencies settle (see measurement.warmup); the ramp counts in the warm-up's time."""
+    async def warm_up(self, load: float, ceiling: float | None = None) -> WarmupResult:
+        """Ramp the engine up from ``load`` once (to ``ceiling`` at most), then warm it at
+        ``load`` until its latencies settle (see measurement.warmup); the ramp counts in the
+        warm-up's time."""
         cfg = self.workload.warmup.engine
         rounds = cfg.round_requests
         t0 = time.monotonic()
@@ -123,7 +124,8 @@ class Bench:
                                    keep=False, label=f"engine ramp round {i + 1}, "
                                    f"{self.load_label(at)}")
         ramped = await ramp(ramp_round, load, cfg,
-                            integer=isinstance(self.workload.arrival, ConcurrencyArrivals))
+                            integer=isinstance(self.workload.arrival, ConcurrencyArrivals),
+                            ceiling=ceiling)
         if ramped:
             await wait_idle(self.runner.metrics_url)
 
@@ -149,7 +151,10 @@ class Bench:
         integer = isinstance(w.arrival, ConcurrencyArrivals)
         warmed = None
         if w.warmup.engine.enabled:
-            warmed = await self.warm_up(float(max(1, round(start))) if integer else start)
+            first = float(max(1, round(start))) if integer else start
+            # The search doubles its load while nothing fails: no step goes above this.
+            reach = min(cfg.max_load, first * 2 ** (cfg.max_steps - 1))
+            warmed = await self.warm_up(first, ceiling=reach)
 
         steps: list[RunSummary] = []
 

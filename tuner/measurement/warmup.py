@@ -7,7 +7,8 @@ gets faster, and the doubling goes on once one passes; the ramp ends at a load t
 no longer improves. So the engine has met its large batches, and left its slow phase, before a
 step is measured (the first 15-25 s at a high load after a start were several times slower
 than the rest of it, and a ramp that stopped at its first failing round stopped inside that
-phase at 16-32 req/s: experiments/verdicts/results/slow_phase.txt). Then rounds of the
+phase at 16-32 req/s: experiments/verdicts/results/slow_phase.txt). It goes no higher than
+the capacity search can reach in its steps: no step is measured above that. Then rounds of the
 workload's own mix at the first load (fresh prompts, never measured) until two rounds in a
 row have median TTFT and median TPOT within ``tolerance`` of each other, or ``max_s`` has
 passed.
@@ -75,21 +76,25 @@ def faster(now: WarmupRound, then: WarmupRound, tolerance: float) -> bool:
 
 
 async def ramp(run_round: Callable[[float, int], Awaitable[RunSummary]], first: float,
-               cfg: EngineWarmup, integer: bool = False) -> list[WarmupRound]:
+               cfg: EngineWarmup, integer: bool = False,
+               ceiling: float | None = None) -> list[WarmupRound]:
     """``run_round(load, i)`` at twice ``first``, then twice that, ...; a round that fails the
     SLOs is run again at its load while it is :func:`faster` than the one before (the engine
     is still leaving its slow phase), and the ramp ends at a failing round that is not, at a
-    passing round at :data:`RAMP_DOUBLINGS` doublings, or after ``cfg.ramp_rounds`` (none when
-    ``cfg.ramp_s`` is 0)."""
+    passing round at :data:`RAMP_DOUBLINGS` doublings or at ``ceiling`` (the highest load the
+    capacity search can reach: no step is measured above it, so warming there is time lost),
+    or after ``cfg.ramp_rounds`` (none when ``cfg.ramp_s`` is 0)."""
     rounds: list[WarmupRound] = []
     load = first
     hold = False
     doublings = 0
     for i in range(cfg.ramp_rounds if cfg.ramp_s > 0 else 0):
         if not hold:
-            if doublings == RAMP_DOUBLINGS:
+            if doublings == RAMP_DOUBLINGS or (ceiling is not None and load >= ceiling):
                 break
             load = float(max(load + 1, round(2 * load))) if integer else 2 * load
+            if ceiling is not None:
+                load = min(load, ceiling)
             doublings += 1
         s = await run_round(load, i)
         this = round_of(s)

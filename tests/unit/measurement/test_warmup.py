@@ -83,6 +83,27 @@ async def test_the_ramp_doubles_the_load_until_a_round_fails_the_slos_and_stops_
     assert seen == [2.0, 4.0, 8.0]
 
 
+async def test_the_ramp_goes_no_higher_than_the_capacity_search_can_reach() -> None:
+    from tuner.measurement.warmup import ramp
+
+    seen: list[float] = []
+
+    async def run_round(load: float, i: int) -> RunSummary:
+        seen.append(load)
+        return fake_summary(load, load < 60)
+
+    await ramp(run_round, 3.0, EngineWarmup(), ceiling=6.0)  # a search of two steps: 3, 6
+    assert seen == [6.0]
+    seen.clear()
+    await ramp(run_round, 8.0, EngineWarmup(), ceiling=40.0)  # the last doubling is cut
+    assert seen == [16.0, 32.0, 40.0]
+    seen.clear()
+    await ramp(run_round, 8.0, EngineWarmup(), ceiling=8.0)  # a search of one step
+    assert seen == []
+    await ramp(run_round, 16.0, EngineWarmup(), ceiling=64.0)  # failing at the ceiling: held
+    assert seen == [32.0, 64.0, 64.0]
+
+
 async def test_the_ramp_holds_a_failing_load_while_the_engine_leaves_its_slow_phase() -> None:
     """A fresh start is slow for its first rounds at a high load (slow_phase.txt): the ramp
     holds the load that failed while its rounds get faster, and doubles again once one
