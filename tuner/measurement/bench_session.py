@@ -25,7 +25,7 @@ from tuner.loadgen import (
     wait_idle,
 )
 from tuner.measurement.capacity import CapacityResult, capacity_of
-from tuner.measurement.curve_search import Probe, SearchBudget, search_capacity
+from tuner.measurement.curve_search import Probe, SearchBudget, highest_reach, search_capacity
 from tuner.measurement.early_stop import SloGuard
 from tuner.measurement.step_line import step_line
 from tuner.measurement.warmup import RAMP_EPOCHS, WARMUP_EPOCH, WarmupResult, ramp, warm_up
@@ -149,12 +149,13 @@ class Bench:
         cfg = w.capacity
         start = cfg.start or w.arrival.load
         integer = isinstance(w.arrival, ConcurrencyArrivals)
+        budget = SearchBudget(resolution=cfg.search_resolution(), max_steps=cfg.max_steps,
+                              max_time_s=cfg.max_time_s, min_load=cfg.min_load,
+                              max_load=cfg.max_load)
         warmed = None
         if w.warmup.engine.enabled:
             first = float(max(1, round(start))) if integer else start
-            # The search doubles its load while nothing fails: no step goes above this.
-            reach = min(cfg.max_load, first * 2 ** (cfg.max_steps - 1))
-            warmed = await self.warm_up(first, ceiling=reach)
+            warmed = await self.warm_up(first, ceiling=highest_reach(first, budget))
 
         steps: list[RunSummary] = []
 
@@ -170,9 +171,6 @@ class Bench:
             steps.append(summary)
             return probe_of(summary, records)
 
-        budget = SearchBudget(resolution=cfg.search_resolution(), max_steps=cfg.max_steps,
-                              max_time_s=cfg.max_time_s, min_load=cfg.min_load,
-                              max_load=cfg.max_load)
         found = await search_capacity(step, start, w.slo.bounds(), budget, integer=integer)
         return capacity_of(steps, found).model_copy(update={"warmup": warmed})
 

@@ -59,6 +59,13 @@ class SearchBudget:
     replicates: int = 400
 
 
+def highest_reach(start: float, budget: SearchBudget) -> float:
+    """The highest load a search from ``start`` can measure: it doubles its load while nothing
+    fails, so no step goes above ``start`` doubled at every step but the first (the warm-up's
+    ramp stops there)."""
+    return min(budget.max_load, start * 2.0 ** (budget.max_steps - 1))
+
+
 async def search_capacity(step: CurveStep, start: float, bounds: dict[Metric, float],
                           budget: SearchBudget, *, integer: bool = False, seed: int = 0,
                           clock: Callable[[], float] = time.monotonic) -> CurveSearch:
