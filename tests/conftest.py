@@ -1,7 +1,31 @@
-"""Shared fixtures: a cache of the test session's own, and the tiny model made in it."""
+"""Shared fixtures: a cache of the test session's own, and the tiny model made in it. Two
+session-wide settings:
+
+- The temporary folders go on a RAM file system (``/dev/shm``) when there is one with room, as
+  if ``PYTEST_DEBUG_TEMPROOT=/dev/shm`` were given. Why: a study's SQLite storage commits once
+  per Optuna call, and each commit is an fsync; on a virtual disk that is 5 to 10 ms, and the
+  unit tests' studies make thousands of them (more than a third of the fast suite's time was
+  spent waiting for them; experiments/test-speed/README.md). No test proves anything about the
+  disk under its temporary folder: a full disk is simulated there (tests/unit/test_disk_space.py,
+  tests/unit/study/test_disk_full.py), a real full tmpfs is tests/integration/test_faults.py,
+  and a power cut, the one thing an fsync is for, is no test's. Pytest's own choice stands when
+  it was made explicitly (``--basetemp``, ``PYTEST_DEBUG_TEMPROOT`` or ``TMPDIR``), or with
+  ``TUNER_TEST_TMP=disk``, or when ``/dev/shm`` is missing or small (a container's default of
+  64 MiB). Pytest still numbers them and keeps the last three sessions'
+  (``/dev/shm/pytest-of-<user>/``). This is decided here, in the conftest that pytest-xdist's
+  controller loads too, so that its workers' folders (under the controller's) follow it.
+- Under ``-n N`` (pytest-xdist; README.md's test command), the tests in tests/integration/
+  (real engines, Docker, PostgreSQL, MLflow servers) are one unit of work, which one worker
+  runs in order, one at a time, as a serial run would: they share engine starts and studies
+  (session fixtures), pin cores and measure latencies, and two of them side by side on a 2-core
+  machine would measure each other. The other workers run the rest beside them, the contract
+  tests against real PostgreSQL, MLflow and Docker servers and the stand-in engine among them.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +43,49 @@ from tuner.models import (
 from tuner.workload import PromptSynth
 
 REPO = Path(__file__).resolve().parents[1]
+RAM = Path("/dev/shm")
+ROOM = 1 << 30  # bytes free on the RAM file system, at least (a unit run writes some 100 MiB)
+ONE_AT_A_TIME = "real-parts"  # the xdist scope of every test in tests/integration/
+INTEGRATION = "tests/integration/"
+
+
+def ram_temp_root() -> Path | None:
+    """``/dev/shm`` if the temporary folders may go there, else None."""
+    if any(os.environ.get(name) for name in ("PYTEST_DEBUG_TEMPROOT", "TMPDIR")):
+        return None
+    if os.environ.get("TUNER_TEST_TMP", "") == "disk":
+        return None
+    try:
+        if not (RAM.is_dir() and os.access(RAM, os.W_OK)):
+            return None
+        return RAM if shutil.disk_usage(RAM).free >= ROOM else None
+    except OSError:
+        return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Read by pytest when it makes the session's base folder, at the first use of tmp_path
+    # (after collection; xdist's controller makes it at the session's start): early enough from
+    # here. Child processes inherit it, unused.
+    if config.option.basetemp is None and (root := ram_temp_root()) is not None:
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = str(root)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Under ``-n N`` (xdist's ``--dist load``), every test in tests/integration/ is one unit of
+    work, which one worker runs in order, as a serial run would; every other test is a unit of
+    its own. xdist's ``--dist loadgroup`` would do this by marks, but with pytest 9.2 it no
+    longer groups anything (it renames ``item._nodeid``, which pytest 9.2 no longer reads):
+    scopes are given here by path instead."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class RealPartsOneAtATime(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return ONE_AT_A_TIME if nodeid.startswith(INTEGRATION) else nodeid
+
+    return RealPartsOneAtATime(config, log)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session", autouse=True)
