@@ -6,7 +6,8 @@ launcher, OpenMP threads on core 0, its API server apart), waits until it serves
 writes its output to ``results/lowload.txt`` and ``results/lowload.json`` (``--name
 lowload-f23m1`` names them for another machine, which PLAN.md starts again from here;
 ``--engine llamacpp --workload experiments/headroom/demo/workload-lowload.yaml`` does the same
-for llama-server's demo and grid, into that folder's ``results/``).
+for llama-server's demo and grid, into that folder's ``results/``; ``--set dtype=float32`` starts
+the engine with that knob changed instead of its defaults, a probe outside PLAN.md's steps).
 
 Run: .venv/bin/python experiments/headroom/demo-vllm/lowload.py   (~6 minutes)
 """
@@ -17,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import yaml
 
 from tuner.core import Settings
 from tuner.engines import load_engine_spec
@@ -34,14 +37,17 @@ def main() -> None:
     parser.add_argument("--engine", default="vllm",
                         help="vllm, or llamacpp (llama-server demo: experiments/headroom/demo)")
     parser.add_argument("--workload", type=Path, default=HERE / "workload-lowload.yaml")
+    parser.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
+                        help="a knob away from the engine's default (YAML value); repeatable")
     args = parser.parse_args()
+    config = {k: yaml.safe_load(v) for k, _, v in (item.partition("=") for item in args.set)}
     name = args.name
     spec = load_engine_spec(args.engine)
     results = args.workload.resolve().parent / "results"
     results.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         handle = ProcessLauncher().start(LaunchRequest(
-            spec=spec, config={}, model=str(MODEL), served_name="smollm2-135m",
+            spec=spec, config=config, model=str(MODEL), served_name="smollm2-135m",
             log_path=Path(tmp) / "vllm.log", cpus="0"))
         try:
             wait_ready(handle, spec, "smollm2-135m", timeout_s=900)
@@ -53,7 +59,8 @@ def main() -> None:
                     cwd=ROOT, capture_output=True, text=True)
         finally:
             handle.stop()
-    text = f"machine: {cpu_identity()}\n{done.stdout}{done.stderr}"
+    head = f"machine: {cpu_identity()}\nconfig: {config or 'the defaults'}\n"
+    text = head + done.stdout + done.stderr
     (results / f"{name}.txt").write_text(text)
     print(text)
     if done.returncode != 0:
