@@ -14,16 +14,17 @@ session-wide settings:
   64 MiB). Pytest still numbers them and keeps the last three sessions'
   (``/dev/shm/pytest-of-<user>/``). This is decided here, in the conftest that pytest-xdist's
   controller loads too, so that its workers' folders (under the controller's) follow it.
-- Under ``-n N`` (pytest-xdist; README.md's test command), the tests in tests/integration/
-  (real engines, Docker, PostgreSQL, MLflow servers) are one unit of work, which one worker
-  runs in order, one at a time, as a serial run would: they share engine starts and studies
-  (session fixtures), pin cores and measure latencies, and two of them side by side on a 2-core
-  machine would measure each other. The other workers run the rest beside them, the contract
-  tests against real PostgreSQL, MLflow and Docker servers and the stand-in engine among them.
-  Tried and undone: the stand-in studies (faults, outages, secrets) as a second unit beside the
-  engines' slowed the engines' worker (it reached test_docker 4 minutes later) and four tests
-  failed on the load (vLLM's defaults missed the CI SLOs in test_compare; a
-  full disk and a killed worker came too late or too early for their studies; a scrape count).
+- Under ``-n N`` (pytest-xdist; README.md's test command), the unit and contract tests go first,
+  spread over the workers, and the tests in tests/integration/ (real engines, Docker,
+  PostgreSQL, MLflow servers) after them, as one unit of work that one worker runs in order,
+  one at a time, as a serial run would, with the machine to itself: they share engine starts
+  and studies (session fixtures), pin cores and measure latencies, and anything beside them on
+  a 2-core machine measures with them. Tried and undone: the integration unit first, with the
+  rest beside it on the other worker. CI's run of that (stop 49) took as long as a serial one
+  (52 minutes of tests) and five engine tests failed on the load (arrival spacing, a healthy
+  client flagged as saturated, transformers' and a study's defaults slo_infeasible at CI's
+  SLOs, a full disk that came before the study's second trial). So did splitting the stand-in
+  studies (faults, outages, secrets) off as a second unit beside the engines'.
 """
 
 from __future__ import annotations
@@ -76,26 +77,39 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def unit_of_work(nodeid: str) -> str:
-    """The xdist unit a test belongs to: ``ONE_AT_A_TIME`` in tests/integration/, else the test
-    alone."""
-    return ONE_AT_A_TIME if nodeid.startswith(INTEGRATION) else nodeid
+    """The xdist unit a test belongs to: ``ONE_AT_A_TIME`` in tests/integration/, else its
+    module (whose module-scoped fixtures, such as an MLflow server or vLLM's own argument
+    parser at 25 s each, are then made once, not once per worker)."""
+    return ONE_AT_A_TIME if nodeid.startswith(INTEGRATION) else nodeid.split("::", 1)[0]
+
+
+def next_unit(queue: list[str]) -> str:
+    """The unit of work xdist hands out next, of those still queued (in its order, largest
+    first): the first, but ``ONE_AT_A_TIME`` only when nothing else is left."""
+    rest = [unit for unit in queue if unit != ONE_AT_A_TIME]
+    return rest[0] if rest else queue[0]
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Under ``-n N`` (xdist's ``--dist load``), every test in tests/integration/ is one unit of
-    work, which one worker runs in order, as a serial run would; every other test is a unit of
-    its own. xdist's ``--dist loadgroup`` would do this by marks, but with pytest 9.2 it no
-    longer groups anything (it renames ``item._nodeid``, which pytest 9.2 no longer reads):
-    scopes are given here by path instead."""
+    work, handed out when no other is left, which one worker runs in order, as a serial run
+    would; every other module is a unit of its own. xdist's ``--dist loadgroup`` would group
+    them by marks, but with pytest 9.2 it no longer groups anything (it renames
+    ``item._nodeid``, which pytest 9.2 no longer reads): scopes are given here by path
+    instead."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class RealPartsOneAtATime(LoadScopeScheduling):
+    class RealPartsLastAndAlone(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return unit_of_work(nodeid)
 
-    return RealPartsOneAtATime(config, log)  # type: ignore[arg-type]
+        def _assign_work_unit(self, node: object) -> None:
+            self.workqueue.move_to_end(next_unit(list(self.workqueue)), last=False)
+            super()._assign_work_unit(node)  # type: ignore[arg-type]
+
+    return RealPartsLastAndAlone(config, log)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -110,3 +111,17 @@ def trials(run_dir: Path) -> dict[int, dict[str, Any]]:
 
 def launched(run_dir: Path) -> dict[int, dict[str, Any]]:
     return {n: t for n, t in trials(run_dir).items() if not t["rejected_before_launch"]}
+
+
+def told(run_dir: Path) -> set[int]:
+    """The trials the study's storage holds as finished, read-only (none before it has any).
+    A trial's file is written before the storage takes it, and removed again if it does not
+    (a disk that fills in between): only both make the trial finished."""
+    db = run_dir / "study.db"
+    if not db.exists():
+        return set()
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
+            return {n for (n,) in con.execute("SELECT number FROM trials WHERE state = 'COMPLETE'")}
+    except sqlite3.OperationalError:  # the tables are not made yet
+        return set()

@@ -31,6 +31,7 @@ from tests.integration.standin_study import (
     launched,
     standin_env,
     start,
+    told,
     trials,
     tune_command,
     wait_for,
@@ -151,8 +152,8 @@ def test_a_full_disk_stops_the_study_with_one_line_and_a_rerun_resumes(
     cmd = tune_command(tiny_model, small_disk, 4)
     env = standin_env(tmp_path / "standin")
     tune = start(cmd, tmp_path / "first", env)
-    wait_for(lambda: len(launched(run_dir)) >= 2, 180, "two finished trials", tune,
-             tmp_path / "first")
+    wait_for(lambda: len(launched(run_dir).keys() & told(run_dir)) >= 2, 180,
+             "two finished trials", tune, tmp_path / "first")
     filler = fill(small_disk)
     assert tune.wait(timeout=300) == 1
     err = errors_of(tmp_path / "first")

@@ -11,6 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.sse_server import sse_server
@@ -26,6 +27,13 @@ stop: {duration_s: 60}
 slo: {ttft_p95_ms: 1000, itl_p95_ms: 200}
 cost: {usd_per_hour: 1.0}
 """
+
+
+def started(url: str) -> int:
+    """The completions the test server has started (its /metrics counts 100 queries each)."""
+    text = httpx.get(f"{url}/metrics").text
+    line = next(ln for ln in text.splitlines() if ln.startswith("vllm:prefix_cache_queries_total"))
+    return int(line.split()[1]) // 100
 
 
 def hear_sigint() -> None:
@@ -49,7 +57,11 @@ def test_an_interrupted_bench_writes_what_it_measured(signum: int, tiny_model: P
         assert proc.stdout is not None
         while not proc.stdout.readline().startswith("phase: measuring"):
             assert proc.poll() is None, proc.communicate()
-        time.sleep(1.5)
+        deadline, before = time.monotonic() + 30, started(url)  # the probes before it
+        while started(url) - before < 8:  # not a fixed wait: a busy machine sends late
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "fewer than 8 requests sent in 30 s"
+            time.sleep(0.05)
         proc.send_signal(signum)
         stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel
-from scipy.optimize import isotonic_regression
 
 from tuner.loadgen import RequestRecord
 from tuner.metric_registry import Metric
@@ -187,6 +186,9 @@ def capacity_interval(steps: Sequence[StepSample], bounds: dict[Metric, float], 
     metrics = list(bounds)
     fits: dict[int, np.ndarray] = {}
     if measured:
+        # scipy.optimize takes 0.6 s to import: here, not at every start of the tool.
+        from scipy.optimize import isotonic_regression
+
         sizes = np.array([len(merged[i].records) for i in measured], dtype=float)
         counts = [np.vstack([np.ones(n, dtype=np.int32),
                              rng.multinomial(n, np.full(n, 1 / n), size=replicates)])

@@ -24,8 +24,6 @@ from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel
-from scipy.stats import chi2
-from scipy.stats import t as student_t
 
 Kind = Literal["better", "worse", "equivalent", "unresolved"]
 
@@ -45,6 +43,8 @@ class PooledSpread(BaseModel):
 
     def cv_upper(self, level: float = 0.95) -> float:
         """The CV's one-sided upper confidence bound (chi-square on the pooled variance)."""
+        from scipy.stats import chi2  # scipy.stats takes 0.9 s to import: not at every start
+
         return math.expm1(self.sd * math.sqrt(self.df / float(chi2.ppf(1 - level, self.df))))
 
     def text(self) -> str:
@@ -156,6 +156,8 @@ def paired_verdict(log_ratios: Sequence[float], resolution: float, *,
         return RatioVerdict(kind="unresolved", ratio=math.exp(mean), low=None, high=None,
                             resolution=resolution, pairs=n, level=level, spread="pairs")
     sd = max(sd, math.sqrt(2) * floor_sd)
+    from scipy.stats import t as student_t  # 0.9 s to import: not at every start of the tool
+
     half = float(student_t.ppf(1 - alpha / 2, df)) * sd / math.sqrt(n)
     low, high = math.exp(mean - half), math.exp(mean + half)
     return RatioVerdict(kind=decide(low, high, resolution), ratio=math.exp(mean), low=low,
