@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tuner import __version__, cli_help
-from tuner.core import EXIT_INTERRUPTED, Settings, TunerError, study_exit_code
+from tuner.core import EXIT_INTERRUPTED, RESOLUTION, Settings, TunerError, study_exit_code
 from tuner.host import cpu_list, out_of_space, what_filled
 
 if TYPE_CHECKING:
@@ -401,7 +401,7 @@ def measure(
         "pairs of interleaved fresh starts and the verdict of the pairs")] = None,
     resolution: Annotated[str, typer.Option(
         help="with --against: the smallest difference the verdict decides (relative, "
-        "between 0 and 0.5)")] = "0.05",
+        "between 0 and 0.5)")] = str(RESOLUTION),
     debug: Debug = False,
 ) -> None:
     """Start one configuration N times; print each capacity and cost, and their noise."""

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from tuner.commands.named_config import check_config
 from tuner.commands.prepare import EngineFactory, prepare, real_engines
-from tuner.core import EXIT_NO_GAIN, EXIT_UNRESOLVED, Settings
+from tuner.core import EXIT_NO_GAIN, EXIT_UNRESOLVED, RESOLUTION, Settings
 from tuner.host import running_on
 from tuner.launch import guarded
 from tuner.metrics import PooledSpread, RatioVerdict, Spread, floored, pooled_spread, spread
@@ -68,7 +68,7 @@ class MeasureReport(BaseModel):
 def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, Any],
                     defaults: bool, repeats: int, console: Console,
                     progress_console: Console, engine_factory: EngineFactory = real_engines,
-                    against: Side | None = None, resolution: float = 0.05,
+                    against: Side | None = None, resolution: float = RESOLUTION,
                     name: str = "the configuration") -> MeasureReport:
     """``repeats`` fresh starts of ``config``, or, ``against`` another configuration,
     ``repeats`` pairs of interleaved fresh starts of both and the verdict of the pairs."""

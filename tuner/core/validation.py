@@ -69,6 +69,11 @@ def _parsed(text: str) -> Any:
     return yaml.safe_load(text)
 
 
+RESOLUTION = 0.05
+"""The relative difference a capacity search and a verdict resolve to unless told otherwise
+(the workload's ``capacity.resolution``, ``--resolution``): ±5%."""
+
+
 def parse_resolution(text: str, flag: str = "--resolution") -> float:
     """A resolution given on the command line (a relative difference in (0, 0.5)), or a
     one-line error naming the flag and what to give."""

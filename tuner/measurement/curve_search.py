@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from tuner.core import RESOLUTION
 from tuner.metric_registry import Metric
 from tuner.metrics import CapacityInterval, StepSample, capacity_interval
 
@@ -51,7 +52,7 @@ class CurveSearch(BaseModel):
 
 @dataclass(frozen=True)
 class SearchBudget:
-    resolution: float = 0.05
+    resolution: float = RESOLUTION
     max_steps: int = 12
     max_time_s: float = 600.0
     min_load: float = 0.05

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, Field
 
+from tuner.core import RESOLUTION
 from tuner.metrics import Interval, RatioVerdict, ratio_interval
 from tuner.report.study_report import paired_text, saved_text
 from tuner.study import TrialResult
@@ -153,7 +154,7 @@ def _curve(trial: TrialResult | None) -> list[CurvePoint]:
 def engine_result(engine: str, display: str, version: str, study_dir: str,
                   results: list[TrialResult], picked: dict[str, TrialResult],
                   runs: list[MeasuredRun], seed: int, ops: Operations | None = None,
-                  resolution: float = 0.05) -> tuple[EngineResult, dict[str, np.ndarray]]:
+                  resolution: float = RESOLUTION) -> tuple[EngineResult, dict[str, np.ndarray]]:
     samples: dict[str, np.ndarray] = {}
     measured: dict[str, Remeasured | None] = {"defaults": None, "tuned": None}
     done: dict[int, tuple[Remeasured, np.ndarray]] = {}  # tuned may be the defaults' trial
@@ -219,7 +220,7 @@ def not_held(defaults: Remeasured, tuned: Remeasured) -> list[str]:
 
 
 def engine_deltas(results: list[EngineResult], samples: dict[str, dict[str, np.ndarray]],
-                  runs: list[MeasuredRun] | None = None, resolution: float = 0.05
+                  runs: list[MeasuredRun] | None = None, resolution: float = RESOLUTION
                   ) -> list[EngineDelta]:
     out = []
     for kind in ("tuned", "defaults"):
@@ -274,7 +275,7 @@ def _tuning_ratio(r: EngineResult) -> float:
 
 
 def comparison_verdict(results: list[EngineResult], deltas: list[EngineDelta],
-                       resolution: float = 0.05) -> str:
+                       resolution: float = RESOLUTION) -> str:
     names = {r.engine: r.display_name for r in results}
     tuned = [r for r in results if r.tuning_delta is not None]
     parts = []

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationInfo, create_model, field_validator, model_validator
 
-from tuner.core import StrictModel
+from tuner.core import RESOLUTION, StrictModel
 from tuner.metric_registry import SLO_METRICS, Metric, SloBound
 from tuner.workload.arrivals import ArrivalProcess, TraceArrivals
 from tuner.workload.lengths import LengthDist
@@ -199,7 +199,7 @@ class CapacitySearch(StrictModel):
         """The relative half-width the search stops at."""
         if self.resolution is not None:
             return self.resolution
-        return self.tolerance / 2 if "tolerance" in self.model_fields_set else 0.05
+        return self.tolerance / 2 if "tolerance" in self.model_fields_set else RESOLUTION
 
 
 class QualityCheck(StrictModel):

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from tuner.core import RESOLUTION
 from tuner.loadgen import RequestRecord, read_records_csv
 from tuner.measurement import CapacityEstimate
 from tuner.metrics import (
@@ -261,7 +262,7 @@ def pick_winner(candidates: list[Remeasured]) -> Remeasured | None:
 
 def outcome_of(engine: str, picked: list[TrialResult], runs: list[MeasuredRun], seed: int,
                timing: Timing, tokens_of: TokensOf = tokens_from_records,
-               resolution: float = 0.05, looks: int = 1, prior: PooledSpread | None = None
+               resolution: float = RESOLUTION, looks: int = 1, prior: PooledSpread | None = None
                ) -> RemeasureOutcome:
     """One engine's re-measured candidates (``picked``, from their ``runs``), the winner and
     the tuning delta."""

@@ -32,7 +32,7 @@ from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 from pydantic import BaseModel
 
-from tuner.core import StrictModel, StudyError
+from tuner.core import RESOLUTION, StrictModel, StudyError
 from tuner.metrics import PooledSpread, RunTokens
 from tuner.study.coordination import READY_ATTR, READY_WAIT_S, WORKER, claim, take_queued
 from tuner.study.outcome import MeasuredRun, Timing, TrialResult
@@ -65,7 +65,7 @@ class RoundPlan(StrictModel):
     candidates: list[TrialResult]
     usd_per_hour: list[float]
     """Each candidate's hourly cost (for a unit no worker finished)."""
-    resolution: float = 0.05
+    resolution: float = RESOLUTION
     """The difference the verdict against the defaults decides (rounds planned before it: 5%)."""
     max_repeats: int | None = None
     """A race: after ``repeats``, a repeat more at a time of the defaults and the candidates
@@ -97,7 +97,7 @@ def round_name(study: str, record: StudyRecord) -> str:
 
 
 def plan_for(engine: str, results: list[TrialResult], *, top: int, repeats: int, seed: int,
-             usd_per_hour: Callable[[int], float], resolution: float = 0.05,
+             usd_per_hour: Callable[[int], float], resolution: float = RESOLUTION,
              max_repeats: int | None = None, deadline: float | None = None,
              prior: PooledSpread | None = None) -> RoundPlan:
     """The round of a finished search: its candidates picked from every worker's results;
