@@ -22,9 +22,9 @@ session-wide settings:
   a 2-core machine measures with them. Tried and undone: the integration unit first, with the
   rest beside it on the other worker. CI's run of that (stop 49) took as long as a serial one
   (52 minutes of tests) and five engine tests failed on the load (arrival spacing, a healthy
-  client flagged as saturated, transformers' and a study's defaults slo_infeasible at CI's
-  SLOs, a full disk that came before the study's second trial). So did splitting the stand-in
-  studies (faults, outages, secrets) off as a second unit beside the engines'.
+  client flagged as saturated, transformers' defaults slo_infeasible at CI's SLOs in two
+  tests, a full disk that came before the study's second trial was stored). So did splitting
+  the stand-in studies (faults, outages, secrets) off as a second unit beside the engines'.
 """
 
 from __future__ import annotations

@@ -29,8 +29,7 @@ from tuner.core.validation_errors import describe_validation_error
 __all__ = [
     "ConfigError", "EXIT_INTERRUPTED", "EXIT_NO_GAIN", "EXIT_UNRESOLVED", "EndpointError",
     "EngineCrashed", "EngineHung", "EngineStartError", "OutOfSpace", "RESOLUTION", "Settings",
-    "SlosNotMet",
-    "StrictModel", "StudyError", "TunerError", "describe_validation_error", "hf_cache_dirs",
-    "hf_home", "lazy_face", "load_yaml", "parse_resolution", "study_exit_code", "validate",
-    "without_password",
+    "SlosNotMet", "StrictModel", "StudyError", "TunerError", "describe_validation_error",
+    "hf_cache_dirs", "hf_home", "lazy_face", "load_yaml", "parse_resolution", "study_exit_code",
+    "validate", "without_password",
 ]
