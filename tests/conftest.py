@@ -25,12 +25,17 @@ session-wide settings:
   client flagged as saturated, transformers' defaults slo_infeasible at CI's SLOs in two
   tests, a full disk that came before the study's second trial was stored). So did splitting
   the stand-in studies (faults, outages, secrets) off as a second unit beside the engines'.
+  The one thing beside some of them is llama.cpp's compile when set-up leaves it running
+  (``.ci/setup --llama-in-background``, README.md's test command): at idle priority
+  (SCHED_IDLE), it takes only the CPU the tests leave; the integration modules that measure
+  engines or need llama.cpp go last and wait for it (``machine_to_itself``).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,6 +93,18 @@ def next_unit(queue: list[str]) -> str:
     first): the first, but ``ONE_AT_A_TIME`` only when nothing else is left."""
     rest = [unit for unit in queue if unit != ONE_AT_A_TIME]
     return rest[0] if rest else queue[0]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The integration modules with a test that waits for set-up's background compile of
+    llama.cpp (``machine_to_itself``) go after the others, in their order, so that the compile
+    goes on while the others run. Whole modules move, so their module fixtures are made once."""
+    waits = {module_of(item) for item in items if "machine_to_itself" in item.fixturenames}
+    items.sort(key=lambda item: module_of(item) in waits)
+
+
+def module_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
@@ -148,8 +165,61 @@ def tiny_model(tuner_cache: Path, tiny_tokenizer: Path) -> Path:
     return made
 
 
+def wait_for_llama_cpp(wheels: Path, timeout_s: float, poll_s: float = 2.0) -> str | None:
+    """Wait while set-up's background build of llama.cpp runs (``.ci/setup
+    --llama-in-background``: ``wheels/llama.cpp.building`` holds its process id, and
+    ``wheels/llama.cpp.status`` says how it ended). None when there is nothing to wait for
+    or the build went well; else what went wrong, in one line."""
+    building, status = wheels / "llama.cpp.building", wheels / "llama.cpp.status"
+    deadline = time.monotonic() + timeout_s
+    while building.exists():
+        try:
+            pid = int(building.read_text().strip() or "0")
+        except (OSError, ValueError):
+            pid = 0  # written as it was read, or gone: look again
+        if pid and not alive(pid):
+            if building.exists():  # the build was killed before it could say so
+                return f"llama.cpp's build (pid {pid}) ended without a word; see {wheels}"
+            break
+        if time.monotonic() > deadline:
+            return f"llama.cpp's build still runs after {timeout_s:.0f} s; see {wheels}"
+        time.sleep(poll_s)
+    if status.exists() and (said := status.read_text().strip()) != "ok":
+        return f"llama.cpp's build {said}"
+    return None
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @pytest.fixture(scope="session")
-def gguf_model(tiny_model: Path) -> Path:
+def machine_to_itself() -> None:
+    """Set-up's background compile of llama.cpp (README.md's test command), done: the tests
+    that measure an engine against SLOs or time (and those that need llama.cpp) wait for it.
+    At idle priority, it takes only the CPU the tests leave, but the caches it shares with them
+    still slowed a vLLM beside it (the p95 TTFT of 20 requests at 2 req/s: 175 ms quiet, 340 ms
+    beside it, one run each). The tests that run beside it are the unit and contract tests and
+    the integration tests of control flow: faults and outages on the stand-in engine, secrets,
+    interrupts, a hostile endpoint, the wheel (``pytest_collection_modifyitems`` puts them
+    first)."""
+    if (trouble := wait_for_llama_cpp(REPO / ".wheels", timeout_s=3600)) is not None:
+        pytest.fail(trouble)
+
+
+@pytest.fixture(scope="session")
+def llama_cpp(machine_to_itself: None) -> None:
+    """llama.cpp's programs (llama-server, llama-quantize), built."""
+
+
+@pytest.fixture(scope="session")
+def gguf_model(llama_cpp: None, tiny_model: Path) -> Path:
     """The tiny model's folder with its GGUF variants (F16, Q8_0, Q4_0) beside the Hugging
     Face files, as llama.cpp needs them; made by llama.cpp itself, once per session."""
     make_gguf_variants(tiny_model)

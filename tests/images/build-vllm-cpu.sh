@@ -7,6 +7,10 @@ set -euo pipefail
 IMAGE=${1:-tuner-test/vllm-cpu:local}
 VENV=${VENV:-$(cd "$(dirname "$0")/../.." && pwd)/.venv}
 SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+# One build at a time: a second caller (the tests' image fixture, while set-up's build still
+# runs in the background) waits for the first, then finds the image built.
+exec 9>"${TMPDIR:-/tmp}/tuner-test-image.lock"
+flock 9
 if docker image inspect "$IMAGE" >/dev/null 2>&1; then
   echo "$IMAGE is already built"
   exit 0

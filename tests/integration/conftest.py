@@ -83,9 +83,10 @@ def client() -> docker.DockerClient:
 
 @pytest.fixture(scope="session")
 def image(client: docker.DockerClient) -> str:
-    """The test image (vLLM's CPU build in a Debian root), built without a registry."""
+    """The test image (vLLM's CPU build in a Debian root), built without a registry (or by
+    set-up in the background, which the script waits for)."""
     subprocess.run(["bash", str(REPO / "tests" / "images" / "build-vllm-cpu.sh"), IMAGE],
-                   check=True, timeout=900)
+                   check=True, timeout=1800)
     return IMAGE
 
 

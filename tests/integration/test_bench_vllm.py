@@ -22,7 +22,8 @@ from tuner.launch import EngineHandle
 from tuner.measurement import open_bench
 from tuner.workload import Workload
 
-pytestmark = pytest.mark.integration
+# They measure: they wait until set-up's background compile is done (tests/conftest.py).
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("machine_to_itself")]
 NS = 1e9
 
 
@@ -212,7 +213,12 @@ capacity: {{max_steps: 3, tolerance: 0.3, step_duration_s: 4, min_requests: 20,
     assert "capacity search" in done.stdout
     records = (tmp_path / "res.records.csv").read_text().splitlines()
     assert records[0].startswith("index,class_name")
-    assert len(records) - 1 == sum(s["requests"] for s in steps)
+    # Every request sent is a row: those a step counts, and those cancelled when a step that
+    # could not keep up was stopped early (8 req/s on a slow or busy machine), marked so.
+    rows = list(csv.DictReader(records))
+    counted = [r for r in rows if not r["error"].startswith("cancelled")]
+    assert len(counted) == sum(s["requests"] for s in steps)
+    assert len(counted) == len(rows) or any(s["stopped_early"] for s in steps), steps
 
 
 def test_cli_with_two_client_processes_sends_every_request_once_on_schedule(

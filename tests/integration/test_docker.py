@@ -14,7 +14,8 @@ import pytest
 
 from tests.integration.conftest import IMAGE, DockerStudy, ours, tune_cmd, wait_until
 
-pytestmark = pytest.mark.integration
+# They measure: they wait until set-up's background compile is done (tests/conftest.py).
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("machine_to_itself")]
 
 
 @pytest.fixture(scope="module", autouse=True)

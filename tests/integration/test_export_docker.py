@@ -19,7 +19,8 @@ from docker.errors import NotFound
 from tests.integration.conftest import IMAGE, SERVED, DockerStudy
 from tuner.launch import free_port
 
-pytestmark = pytest.mark.integration
+# They measure: they wait until set-up's background compile is done (tests/conftest.py).
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("machine_to_itself")]
 
 
 def tune(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -22,7 +22,8 @@ from tuner.core import EngineStartError
 from tuner.launch import EngineHandle
 from tuner.loadgen import probe_endpoint
 
-pytestmark = pytest.mark.integration
+# They measure: they wait until set-up's background compile is done (tests/conftest.py).
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("machine_to_itself")]
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data"
 

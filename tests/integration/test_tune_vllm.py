@@ -10,7 +10,8 @@ from mlflow.tracking import MlflowClient
 
 from tests.integration.conftest import SECRET, Study
 
-pytestmark = pytest.mark.integration
+# They measure: they wait until set-up's background compile is done (tests/conftest.py).
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("machine_to_itself")]
 
 
 def test_short_study_end_to_end(vllm_study: Study) -> None:
