@@ -27,18 +27,21 @@ session-wide settings:
   the stand-in studies (faults, outages, secrets) off as a second unit beside the engines'.
   The one thing beside some of them is llama.cpp's compile when set-up leaves it running
   (``.ci/setup --llama-in-background``, README.md's test command): at idle priority
-  (SCHED_IDLE), it takes only the CPU the tests leave; the integration modules that measure
-  engines or need llama.cpp go last and wait for it (``machine_to_itself``).
+  (SCHED_IDLE) once the integration tests begin, it takes only the CPU they leave; the
+  integration modules that measure engines or need llama.cpp go last and wait for it
+  (``machine_to_itself``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from tokenizers import Tokenizer
 
@@ -199,16 +202,43 @@ def alive(pid: int) -> bool:
     return True
 
 
+def idle_background_build(wheels: Path) -> int:
+    """Put set-up's background compile of llama.cpp (``wheels/llama.cpp.building``) and every
+    process it has started at idle priority (SCHED_IDLE: the kernel runs them only when nothing
+    else wants the CPU); what they start later inherits it. The number of processes changed
+    (0 when no build runs)."""
+    try:
+        build = psutil.Process(int(wheels.joinpath("llama.cpp.building").read_text().strip()))
+        processes = [build, *build.children(recursive=True)]
+    except (OSError, ValueError, psutil.Error):
+        return 0
+    changed = 0
+    for process in processes:
+        with contextlib.suppress(OSError):
+            if os.sched_getscheduler(process.pid) != os.SCHED_IDLE:
+                os.sched_setscheduler(process.pid, os.SCHED_IDLE, os.sched_param(0))
+                changed += 1
+    return changed
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before each integration test, set-up's background compile of llama.cpp (README.md's test
+    command) goes to idle priority, if it still runs: beside the unit and contract tests it
+    takes its share of the CPU, beside the integration tests only what they leave."""
+    if item.nodeid.startswith(INTEGRATION):
+        idle_background_build(REPO / ".wheels")
+
+
 @pytest.fixture(scope="session")
 def machine_to_itself() -> None:
     """Set-up's background compile of llama.cpp (README.md's test command), done: the tests
     that measure an engine against SLOs or time (and those that need llama.cpp) wait for it.
-    At idle priority, it takes only the CPU the tests leave, but the caches it shares with them
-    still slowed a vLLM beside it (the p95 TTFT of 20 requests at 2 req/s: 175 ms quiet, 340 ms
-    beside it, one run each). The tests that run beside it are the unit and contract tests and
-    the integration tests of control flow: faults and outages on the stand-in engine, secrets,
-    interrupts, a hostile endpoint, the wheel (``pytest_collection_modifyitems`` puts them
-    first)."""
+    At idle priority (``idle_background_build``), it takes only the CPU the tests leave, but
+    the caches it shares with them still slowed a vLLM beside it (the p95 TTFT of 20 requests
+    at 2 req/s: 175 ms quiet, 340 ms beside it; one run each). What runs beside it: the unit
+    and contract tests, then the integration tests of control flow (faults and outages on the
+    stand-in engine, secrets, interrupts, a hostile endpoint, the wheel), which
+    ``pytest_collection_modifyitems`` puts first."""
     if (trouble := wait_for_llama_cpp(REPO / ".wheels", timeout_s=3600)) is not None:
         pytest.fail(trouble)
 

@@ -115,7 +115,8 @@ def test_the_readme_opens_with_its_two_commands() -> None:
     commands = [line for line in first.group(0).splitlines()[1:-1] if line.strip()]
     assert len(commands) == 2
     assert commands[0].startswith("bash .ci/setup && .venv/bin/tune ")
-    assert commands[1].startswith("bash .ci/setup && .venv/bin/python -m pytest -q")
+    assert commands[1].startswith(
+        "bash .ci/setup --llama-in-background && .venv/bin/python -m pytest -q")
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert commands[1] in ci, "CI runs the README's second command as it is written"
 

@@ -1,17 +1,25 @@
-"""The tests that need llama.cpp wait for set-up's background compile, and go last
-(tests/conftest.py: ``wait_for_llama_cpp``, ``pytest_collection_modifyitems``)."""
+"""The tests that need llama.cpp wait for set-up's background compile, and go last; the compile
+goes to idle priority when the integration tests begin (tests/conftest.py:
+``wait_for_llama_cpp``, ``pytest_collection_modifyitems``, ``idle_background_build``)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+import psutil
 import pytest
 
-from tests.conftest import pytest_collection_modifyitems, wait_for_llama_cpp
+from tests.conftest import (
+    idle_background_build,
+    pytest_collection_modifyitems,
+    wait_for_llama_cpp,
+)
 
 
 def test_nothing_to_wait_for_without_a_build(tmp_path: Path) -> None:
@@ -87,3 +95,27 @@ def test_setup_refuses_an_option_it_does_not_know(option: str) -> None:
     assert done.returncode == 2
     assert done.stderr.strip() == (f"setup: unknown option '{option}' (the one option is "
                                    "--llama-in-background)")
+
+
+def test_the_build_and_all_it_started_go_to_idle_priority(tmp_path: Path) -> None:
+    # A stand-in build: a shell that has started a child, as make starts compilers.
+    build = subprocess.Popen(["bash", "-c", "sleep 60 & wait"])
+    try:
+        (tmp_path / "llama.cpp.building").write_text(f"{build.pid}\n")
+        while not psutil.Process(build.pid).children():
+            time.sleep(0.01)
+        tree = [build.pid, *(c.pid for c in psutil.Process(build.pid).children(recursive=True))]
+        assert idle_background_build(tmp_path) == len(tree) == 2
+        assert {os.sched_getscheduler(pid) for pid in tree} == {os.SCHED_IDLE}
+        assert idle_background_build(tmp_path) == 0  # already idle
+    finally:
+        for child in psutil.Process(build.pid).children(recursive=True):
+            child.kill()
+        build.kill()
+        build.wait()
+
+
+def test_no_build_no_change(tmp_path: Path) -> None:
+    assert idle_background_build(tmp_path) == 0
+    (tmp_path / "llama.cpp.building").write_text("not a pid\n")
+    assert idle_background_build(tmp_path) == 0
