@@ -180,7 +180,7 @@ def wait_for_llama_cpp(wheels: Path, timeout_s: float, poll_s: float = 2.0) -> s
             pid = int(building.read_text().strip() or "0")
         except (OSError, ValueError):
             pid = 0  # written as it was read, or gone: look again
-        if pid and not alive(pid):
+        if pid and not psutil.pid_exists(pid):
             if building.exists():  # the build was killed before it could say so
                 return f"llama.cpp's build (pid {pid}) ended without a word; see {wheels}"
             break
@@ -190,16 +190,6 @@ def wait_for_llama_cpp(wheels: Path, timeout_s: float, poll_s: float = 2.0) -> s
     if status.exists() and (said := status.read_text().strip()) != "ok":
         return f"llama.cpp's build {said}"
     return None
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def idle_background_build(wheels: Path) -> int:
@@ -244,14 +234,10 @@ def machine_to_itself() -> None:
 
 
 @pytest.fixture(scope="session")
-def llama_cpp(machine_to_itself: None) -> None:
-    """llama.cpp's programs (llama-server, llama-quantize), built."""
-
-
-@pytest.fixture(scope="session")
-def gguf_model(llama_cpp: None, tiny_model: Path) -> Path:
+def gguf_model(machine_to_itself: None, tiny_model: Path) -> Path:
     """The tiny model's folder with its GGUF variants (F16, Q8_0, Q4_0) beside the Hugging
-    Face files, as llama.cpp needs them; made by llama.cpp itself, once per session."""
+    Face files, as llama.cpp needs them; made by llama.cpp itself (set-up's compile of it
+    done: ``machine_to_itself``), once per session."""
     make_gguf_variants(tiny_model)
     return tiny_model
 
