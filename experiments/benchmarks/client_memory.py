@@ -8,7 +8,9 @@ constant 20 req/s, 32 tokens in and ``--output`` out, against the plain stub
   it ends (its collection about to start): the resident set and Python's allocated blocks;
 - with ``--trace``, tracemalloc (3 frames) from launch: the run's largest allocations still
   alive at its end, by where they were made (tracemalloc slows the client several times);
-- at the end, glibc's ``malloc_trim(0)``: what the allocator holds but does not use.
+- at the end, glibc's ``malloc_trim(0)``: what the allocator holds but does not use;
+- at exit, the largest resident set since the run's start (``VmHWM``, reset at the start
+  through ``/proc/self/clear_refs``), the figures' work included.
 Two runs of different lengths give the growth a request: (end - start) / requests.
 
 Run: .venv/bin/python experiments/benchmarks/client_memory.py --requests 3000 [--trace]
@@ -47,7 +49,7 @@ def at_end(phase, info):
         return
     rss, blocks = mb(), sys.getallocatedblocks()
     if TRACE:
-        for st in tracemalloc.take_snapshot().compare_to(start.pop(), "traceback")[:12]:
+        for st in tracemalloc.take_snapshot().compare_to(start.pop(), "traceback")[:{top}]:
             where = " < ".join(f"{{f.filename.split('/')[-1]}}:{{f.lineno}}"
                                for f in reversed(st.traceback))
             print(f"  kept {{st.size_diff:>9}} B in {{st.count_diff:>6}} blocks: {{where}}",
@@ -58,6 +60,15 @@ def at_end(phase, info):
           f"after malloc_trim {{mb():.1f}} MB", file=sys.stderr)
 
 gc.callbacks.append(at_end)
+import atexit
+
+def peak():
+    with open("/proc/self/status") as fh:
+        hwm = next(line for line in fh if line.startswith("VmHWM:"))
+    print(f"  peak from the run's start: {{int(hwm.split()[1]) / 1024:.1f}} MB resident "
+          "(VmHWM: the run's figures included)", file=sys.stderr)
+
+atexit.register(peak)
 import tuner.cli
 import tuner.loadgen.runner as runner
 paused = runner.gc_paused
@@ -65,6 +76,8 @@ paused = runner.gc_paused
 @contextlib.contextmanager
 def probed():
     start.append(tracemalloc.take_snapshot() if TRACE else None)
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")  # the peak resident set starts again from here
     print(f"  run start: {{mb():.1f}} MB resident, {{sys.getallocatedblocks()}} blocks",
           file=sys.stderr)
     with paused():
@@ -81,6 +94,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--output", type=int, default=128)
     parser.add_argument("--trace", action="store_true")
+    parser.add_argument("--top", type=int, default=12, help="allocation sites shown with --trace")
     args = parser.parse_args()
     model = make_model(Settings().cache_dir / "models" / SERVED_NAME)
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
@@ -99,7 +113,8 @@ def main() -> None:
             spec["classes"][0]["output"] = {"dist": "fixed", "value": args.output}  # type: ignore[index]
             wl.write_text(json.dumps(spec))
             done = subprocess.run(
-                ["taskset", "-c", "1", sys.executable, "-c", PROBE.format(trace=args.trace),
+                ["taskset", "-c", "1", sys.executable, "-c",
+                 PROBE.format(trace=args.trace, top=args.top),
                  "bench", "--endpoint", f"http://127.0.0.1:{port}", "--workload", str(wl)],
                 cwd=ROOT, capture_output=True, text=True)
     finally:

@@ -270,6 +270,7 @@ class StreamClient:
             if rec.error is None and rec.done_ns is None:
                 rec.error = "stream ended before [DONE]"
             rec.mismatch = plan_mismatch(rec, self.caps)
+            rec.seal()
 
     async def _exchange(self, body: bytes, reading: Reading, t0_ns: int) -> None:
         rec = reading.rec

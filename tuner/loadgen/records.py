@@ -26,11 +26,13 @@ from __future__ import annotations
 import csv
 import json
 from array import array
-from collections.abc import MutableSequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from itertools import islice, pairwise
 from pathlib import Path
 
 from tuner.host import atomic_open
+from tuner.loadgen.packed_chunks import packed_counts, packed_times
 
 ENDED_BY_CLIENT = 499
 """``status`` of a request the tuner ended itself (as nginx logs a client that closed)."""
@@ -60,8 +62,8 @@ class RequestRecord:
     sent_ns: int = 0
     first_token_ns: int | None = None
     done_ns: int | None = None
-    chunk_ns: MutableSequence[int] = field(default_factory=chunk_times)
-    chunk_tokens: MutableSequence[int] = field(default_factory=chunk_counts)
+    chunk_ns: Sequence[int] = field(default_factory=chunk_times)
+    chunk_tokens: Sequence[int] = field(default_factory=chunk_counts)
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     status: int | None = None
@@ -73,11 +75,21 @@ class RequestRecord:
 
     def add_chunk(self, at_ns: int, tokens: int) -> None:
         """A chunk arrived at ``at_ns`` with ``tokens`` tokens."""
-        self.chunk_ns.append(at_ns)
+        times, counts = self.chunk_ns, self.chunk_tokens
+        if not isinstance(times, array) or not isinstance(counts, array):  # sealed, or lists
+            times = self.chunk_ns = chunk_times(list(times))
+            counts = self.chunk_tokens = chunk_counts(list(counts))
+        times.append(at_ns)
         try:
-            self.chunk_tokens.append(tokens)
+            counts.append(tokens)
         except OverflowError:  # not a byte's worth: widen this record's counts once
-            self.chunk_tokens = array("q", [*self.chunk_tokens, tokens])
+            self.chunk_tokens = array("q", [*counts, tokens])
+
+    def seal(self) -> None:
+        """The request is over: keep its chunk times and counts packed (packed_chunks.py), about
+        a third of their size while they grew."""
+        self.chunk_ns = packed_times(self.chunk_ns, self.first_token_ns)
+        self.chunk_tokens = packed_counts(self.chunk_tokens)
 
     @property
     def ok(self) -> bool:
@@ -99,9 +111,10 @@ class RequestRecord:
     def itl_ns(self) -> list[float]:
         """Inter-token gaps. A chunk that carries k tokens after a gap g gives k gaps of g/k."""
         gaps: list[float] = []
-        for i in range(1, len(self.chunk_ns)):
-            k = max(1, self.chunk_tokens[i])
-            gaps.extend([(self.chunk_ns[i] - self.chunk_ns[i - 1]) / k] * k)
+        for (before, at), k in zip(pairwise(self.chunk_ns), islice(self.chunk_tokens, 1, None),
+                                   strict=False):
+            k = max(1, k)
+            gaps.extend([(at - before) / k] * k)
         return gaps
 
     def tpot_ns(self) -> float | None:
@@ -150,5 +163,7 @@ def read_records_csv(path: Path) -> list[RequestRecord]:
                     kwargs[name] = text == "True"
                 else:
                     kwargs[name] = text
-            out.append(RequestRecord(**kwargs))  # type: ignore[arg-type]  # built from the field list
+            rec = RequestRecord(**kwargs)  # type: ignore[arg-type]  # built from the field list
+            rec.seal()
+            out.append(rec)
     return out

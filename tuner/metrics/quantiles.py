@@ -53,9 +53,11 @@ def min_samples_for_upper_bound(q: float = 0.95, level: float = 0.95) -> int:
 
 
 def quantile_interval(values: Sequence[float] | npt.NDArray[np.float64], q: float = 0.95,
-                      level: float = 0.95) -> tuple[float | None, float | None]:
+                      level: float = 0.95, *, in_place: bool = False
+                      ) -> tuple[float | None, float | None]:
     """A distribution-free ``level`` interval of the q-quantile of ``values`` (either end
-    None where the sample is too small to bound it on that side)."""
+    None where the sample is too small to bound it on that side). ``in_place``: a float64
+    array of ``values`` may be reordered rather than copied."""
     n = len(values)
     if n == 0:
         return None, None
@@ -68,7 +70,11 @@ def quantile_interval(values: Sequence[float] | npt.NDArray[np.float64], q: floa
         if not ranks:
             return None, None
         # two order statistics of millions of values: a partition, not a sort
-        picked = np.partition(np.asarray(values, dtype=np.float64), ranks)
+        if in_place and isinstance(values, np.ndarray) and values.dtype == np.float64:
+            values.partition(ranks)
+            picked = values
+        else:
+            picked = np.partition(np.asarray(values, dtype=np.float64), ranks)
         return (float(picked[lo_r - 1]) if lo_r >= 1 else None,
                 float(picked[hi_r - 1]) if hi_r <= n else None)
     ordered = sorted(float(v) for v in values)
