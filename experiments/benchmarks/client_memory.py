@@ -1,6 +1,6 @@
 """What a `tune bench` run keeps per request: the memory a run adds between its start and its end.
 
-The long-run benchmark (client_flat.py) shows the resident set growing about 2.9 KB a request
+The long-run benchmark (client_flat.py) showed the resident set growing about 2.9 KB a request
 over 30 minutes; this one says what that is. `tune bench` runs ``--requests`` requests at a
 constant 20 req/s, 32 tokens in and ``--output`` out, against the plain stub
 (tests/sse_server.py, on core 0; the client on core 1), with a probe in the client process:
