@@ -95,8 +95,8 @@ def packed_counts(counts: Sequence[int]) -> Sequence[int]:
     """Token counts as bytes while each is 0-255 (one shared object for a run of ones), else as
     they are."""
     if isinstance(counts, bytes):
-        return counts
-    if isinstance(counts, array) and counts.typecode == "B":
+        packed = counts
+    elif isinstance(counts, array) and counts.typecode == "B":
         packed = counts.tobytes()
     elif all(0 <= c < 256 for c in counts):
         packed = bytes(counts)

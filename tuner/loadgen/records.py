@@ -86,8 +86,8 @@ class RequestRecord:
             self.chunk_tokens = array("q", [*counts, tokens])
 
     def seal(self) -> None:
-        """The request is over: keep its chunk times and counts packed (packed_chunks.py), about
-        a third of their size while they grew."""
+        """The request is over: keep its chunk times and counts packed (packed_chunks.py), a
+        little over half their size while they grew."""
         self.chunk_ns = packed_times(self.chunk_ns, self.first_token_ns)
         self.chunk_tokens = packed_counts(self.chunk_tokens)
 

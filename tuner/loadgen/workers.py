@@ -222,6 +222,7 @@ class WorkerPool:
                         rec = by_index[done.index]
                         for f in fields(RequestRecord):
                             setattr(rec, f.name, getattr(done, f.name))
+                        rec.seal()  # a run of ones shares one object again after the pipe
                         on_done(rec)
             elif kind == "finished" and not finished[i].done():
                 finished[i].set_result(msg[1])

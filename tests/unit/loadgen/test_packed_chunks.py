@@ -58,6 +58,7 @@ def test_a_sealed_record_is_smaller_and_reads_the_same() -> None:
     assert rec.chunk_ns[0] is rec.first_token_ns
     assert rec.chunk_ns[-1] == rec.done_ns
     assert rec.chunk_tokens is packed_counts([1] * 128)  # one shared object a length
+    assert packed_counts(pickle.loads(pickle.dumps(rec.chunk_tokens))) is rec.chunk_tokens
     assert rec.itl_ns() == twin.itl_ns()
     assert rec.generated == twin.generated == 128
     assert rec.tpot_ns() == twin.tpot_ns()
