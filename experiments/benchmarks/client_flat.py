@@ -105,14 +105,13 @@ def main() -> None:
                                       stderr=subprocess.PIPE, text=True)
             proc = psutil.Process(client.pid)
             t0 = time.monotonic()
-            reset = False
+            hwm_base: float | None = None  # resident bytes when the high-water mark was reset
             while client.poll() is None:
                 got = sample(proc)
                 if got is not None:
                     series.append((time.monotonic() - t0, *got))
-                    if not reset and series[-1][0] >= 60:
+                    if hwm_base is None and series[-1][0] >= 60:
                         Path(f"/proc/{client.pid}/clear_refs").write_text("5")
-                        reset = True
                         hwm_base = got[0]
                     if len(series) % 30 == 0:
                         print(f"  {series[-1][0] / 60:5.1f} min: {got[0] / MB:7.1f} MB, "
@@ -153,7 +152,7 @@ def main() -> None:
           f"MB, at the end {series[-1][1] / MB:.1f} MB: grew {(peak - base) / MB:.1f} MB")
     hwm = [int(line.split()[1]) * 1024 for line in stderr.splitlines()
            if line.startswith("peak ")]
-    if hwm:
+    if hwm and hwm_base is not None:
         grew = hwm[0] - hwm_base
         print(f"  client's high-water mark from 1 min {hwm[0] / MB:.1f} MB (VmHWM, the figures' "
               f"work at the end included): grew {grew / MB:.1f} MB  target < 50 MB: "

@@ -86,6 +86,11 @@ def packed_times(times: Sequence[int], first: int | None = None) -> Sequence[int
                        gaps.astype(np.uint32).tobytes())
 
 
+def one_byte_each(counts: Sequence[int]) -> bool:
+    """Whether every count fits a byte (0-255)."""
+    return all(0 <= c < 256 for c in counts)
+
+
 @lru_cache(maxsize=4096)
 def _ones(n: int) -> bytes:
     return b"\x01" * n
@@ -98,7 +103,7 @@ def packed_counts(counts: Sequence[int]) -> Sequence[int]:
         packed = counts
     elif isinstance(counts, array) and counts.typecode == "B":
         packed = counts.tobytes()
-    elif all(0 <= c < 256 for c in counts):
+    elif one_byte_each(counts):
         packed = bytes(counts)
     else:
         return counts

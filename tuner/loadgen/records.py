@@ -32,7 +32,7 @@ from itertools import islice, pairwise
 from pathlib import Path
 
 from tuner.host import atomic_open
-from tuner.loadgen.packed_chunks import packed_counts, packed_times
+from tuner.loadgen.packed_chunks import one_byte_each, packed_counts, packed_times
 
 ENDED_BY_CLIENT = 499
 """``status`` of a request the tuner ended itself (as nginx logs a client that closed)."""
@@ -48,7 +48,7 @@ def chunk_counts(values: list[int] | None = None) -> array[int]:
     """A record's tokens per chunk: one byte each while every count is from 0 to 255 (a
     streamed chunk mostly carries one token), 8 bytes each otherwise."""
     values = values or []
-    return array("B" if all(0 <= v < 256 for v in values) else "q", values)
+    return array("B" if one_byte_each(values) else "q", values)
 
 
 @dataclass(slots=True)
