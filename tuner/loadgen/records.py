@@ -28,11 +28,19 @@ import json
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from itertools import islice, pairwise
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
+
 from tuner.host import atomic_open
-from tuner.loadgen.packed_chunks import one_byte_each, packed_counts, packed_times
+from tuner.loadgen.packed_chunks import (
+    count_array,
+    gap_array,
+    one_byte_each,
+    packed_counts,
+    packed_times,
+)
 
 ENDED_BY_CLIENT = 499
 """``status`` of a request the tuner ended itself (as nginx logs a client that closed)."""
@@ -108,14 +116,13 @@ class RequestRecord:
         """Output tokens: the server's ``usage`` count, else the tokens seen in chunks."""
         return self.output_tokens if self.output_tokens is not None else sum(self.chunk_tokens)
 
-    def itl_ns(self) -> list[float]:
-        """Inter-token gaps. A chunk that carries k tokens after a gap g gives k gaps of g/k."""
-        gaps: list[float] = []
-        for (before, at), k in zip(pairwise(self.chunk_ns), islice(self.chunk_tokens, 1, None),
-                                   strict=False):
-            k = max(1, k)
-            gaps.extend([(at - before) / k] * k)
-        return gaps
+    def itl_ns(self) -> npt.NDArray[np.float64]:
+        """Inter-token gaps. A chunk that carries k tokens after a gap g gives k gaps of g/k
+        (each the same float as ``(at - before) / k`` in Python: both exact, one division)."""
+        gaps = gap_array(self.chunk_ns)
+        counts = count_array(self.chunk_tokens)[1:len(gaps) + 1]
+        k = np.maximum(counts, 1)
+        return np.repeat(gaps[:len(k)].astype(np.float64) / k, k)
 
     def tpot_ns(self) -> float | None:
         """(e2e - ttft) / (output tokens - 1), as vLLM's benchmark defines it."""

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tuner.loadgen.chunk_spill import ChunkSpill, SpillingProgress
 from tuner.loadgen.client import ServerCaps, StreamClient
 from tuner.loadgen.progress import NULL_PROGRESS, Progress, RunProgress
 from tuner.loadgen.records import RequestRecord
@@ -161,7 +162,9 @@ class Runner:
             else:
                 dispatch = self._sharded(sharded, shaped, reqs, [int(o) for o in offsets],
                                          records, epoch)
-        shown = self.progress.run(label or f"load {arrival.load:g} {w.load_unit}", planned)
+        shown = SpillingProgress(
+            self.progress.run(label or f"load {arrival.load:g} {w.load_unit}", planned),
+            ChunkSpill())
         try:
             async with self._client(pool) as client, \
                     MetricsScraper(self.metrics_url) as scraper:

@@ -7,8 +7,8 @@ cancelled by an early stop are left out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import chain
+import math
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -16,7 +16,8 @@ from pydantic import BaseModel
 
 from tuner.loadgen import RequestRecord
 from tuner.metric_registry import Latency, Metric
-from tuner.metrics.quantiles import quantile_interval
+from tuner.metrics.quantiles import LARGE, large_sample_ranks, quantile_interval
+from tuner.metrics.selection import Blocks, lerp, order_statistics, percentile_ranks
 
 MS = 1e6
 
@@ -61,11 +62,61 @@ def measured(records: Sequence[RequestRecord]) -> list[RequestRecord]:
             if not r.warmup and not (r.error or "").startswith("cancelled")]
 
 
-def latency_ns(latency: Latency, records: Sequence[RequestRecord]) -> npt.NDArray[np.float64]:
-    """A latency's values (ns) over the records, as the registry reads each request, in one
-    array (a long run's ITL gaps number millions: 8 bytes each, not a Python float each)."""
-    return np.fromiter(chain.from_iterable(latency.values_ns(r) for r in records),
-                       dtype=np.float64)
+HOLD = 1 << 19
+"""Values a latency's figures hold at once (4 MB): more are read again as often as their
+percentiles need (``selection.py``)."""
+BLOCK = 1 << 16
+
+
+def latency_dist(latency: Latency, records: Sequence[RequestRecord], *, hold: int = HOLD
+                 ) -> Dist:
+    """A latency's distribution over the records, as the registry reads each request. Up to
+    ``hold`` values (a run's TTFTs; its ITL gaps up to about 4,000 requests of 128 tokens)
+    are held in one array; past that they are read from the records again, in blocks, so a
+    long run's millions of ITL gaps are never all in memory."""
+    def blocks() -> Iterator[npt.NDArray[np.float64]]:
+        parts: list[npt.NDArray[np.float64]] = []
+        size = 0
+        for r in records:
+            part = np.asarray(latency.values_ns(r), dtype=np.float64)
+            if part.size:
+                parts.append(part)
+                size += part.size
+            if size >= BLOCK:
+                yield np.concatenate(parts)
+                parts, size = [], 0
+        if parts:
+            yield np.concatenate(parts)
+    return streamed_dist_ms(blocks, hold=hold)
+
+
+def streamed_dist_ms(blocks: Blocks, *, hold: int = HOLD) -> Dist:
+    """:func:`dist_ms` of every value ``blocks()`` yields (ns), holding at most ``hold`` of
+    them: the same figures (the mean may differ in its last bits, summed block by block)."""
+    hold = max(hold, LARGE)  # past it, the interval's ranks come from the normal law
+    n, total, top = 0, 0.0, -math.inf
+    kept: list[npt.NDArray[np.float64]] = []
+    for block in blocks():
+        if block.size == 0:
+            continue
+        n += block.size
+        total += math.fsum(block)
+        top = max(top, float(block.max()))
+        if n <= hold:
+            kept.append(block)
+        else:
+            kept.clear()
+    if n <= hold:
+        return dist_ms(np.concatenate(kept) if kept else np.empty(0), consume=True)
+    percents = percentile_ranks(n, [50, 90, 95, 99])
+    low_r, high_r = large_sample_ranks(n, 0.95, 0.95)
+    ends = [r - 1 for r in (low_r, high_r) if 1 <= r <= n]
+    at = order_statistics(blocks, [*(r for a, b, _ in percents for r in (a, b)), *ends])
+    p50, p90, p95, p99 = (lerp(at[a] / MS, at[b] / MS, t) for a, b, t in percents)
+    return Dist(count=n, mean=total / n / MS, p50=p50, p90=p90, p95=p95, p99=p99,
+                max=top / MS,
+                p95_low=at[low_r - 1] / MS if 1 <= low_r <= n else None,
+                p95_high=at[high_r - 1] / MS if 1 <= high_r <= n else None)
 
 
 def window_ns(records: Sequence[RequestRecord]) -> int:

@@ -52,6 +52,14 @@ def min_samples_for_upper_bound(q: float = 0.95, level: float = 0.95) -> int:
     return math.ceil(math.log(1 - level) / math.log(q))
 
 
+def large_sample_ranks(n: int, q: float = 0.95, level: float = 0.95) -> tuple[int, int]:
+    """The 1-based ranks of a q-quantile's ``level`` interval's ends among n > ``LARGE``
+    values (the binomial's normal approximation); a rank outside 1..n leaves that end open."""
+    z = NormalDist().inv_cdf(1 - (1 - level) / 2)
+    spread = z * math.sqrt(n * q * (1 - q))
+    return math.floor(n * q - spread), math.ceil(n * q + spread) + 1
+
+
 def quantile_interval(values: Sequence[float] | npt.NDArray[np.float64], q: float = 0.95,
                       level: float = 0.95, *, in_place: bool = False
                       ) -> tuple[float | None, float | None]:
@@ -63,9 +71,7 @@ def quantile_interval(values: Sequence[float] | npt.NDArray[np.float64], q: floa
         return None, None
     alpha = (1 - level) / 2
     if n > LARGE:  # the binomial is normal enough here, and exact ranks cost O(n^2)
-        z = NormalDist().inv_cdf(1 - alpha)
-        spread = z * math.sqrt(n * q * (1 - q))
-        lo_r, hi_r = math.floor(n * q - spread), math.ceil(n * q + spread) + 1
+        lo_r, hi_r = large_sample_ranks(n, q, level)
         ranks = [r - 1 for r in (lo_r, hi_r) if 1 <= r <= n]
         if not ranks:
             return None, None

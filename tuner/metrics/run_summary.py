@@ -142,7 +142,7 @@ def summarise(outcome: RunOutcome, w: Workload, caps: ServerCaps, accelerators: 
     out_tokens = sum(r.generated for r in ok)
     in_tokens = sum(r.prompt_tokens if r.prompt_tokens is not None else r.input_tokens
                     for r in ok)
-    dists = {lat.name: f.dist_ms(f.latency_ns(lat, recs), consume=True) for lat in LATENCIES}
+    dists = {lat.name: f.latency_dist(lat, recs) for lat in LATENCIES}
     err = f.error_rate(recs)
     figures = {m.key: m.value(_Figures(dists, err)) for m in SLO_METRICS}
     verdict = slo_verdict(w, figures, len(ok))

@@ -59,7 +59,7 @@ def test_a_sealed_record_is_smaller_and_reads_the_same() -> None:
     assert rec.chunk_ns[-1] == rec.done_ns
     assert rec.chunk_tokens is packed_counts([1] * 128)  # one shared object a length
     assert packed_counts(pickle.loads(pickle.dumps(rec.chunk_tokens))) is rec.chunk_tokens
-    assert rec.itl_ns() == twin.itl_ns()
+    assert rec.itl_ns().tolist() == twin.itl_ns().tolist()
     assert rec.generated == twin.generated == 128
     assert rec.tpot_ns() == twin.tpot_ns()
 
@@ -72,4 +72,20 @@ def test_counts_past_a_byte_stay_as_they_are_and_a_sealed_record_can_grow_again(
     rec.add_chunk(9, 300)
     assert list(rec.chunk_ns) == [1, 2, 4, 9]
     assert list(rec.chunk_tokens) == [0, 2, 1, 300]
-    assert rec.itl_ns() == [0.5, 0.5, 2.0, *[5 / 300] * 300]
+    assert rec.itl_ns().tolist() == [0.5, 0.5, 2.0, *[5 / 300] * 300]
+
+
+@given(st.lists(st.tuples(st.integers(0, 10**9), st.integers(0, 300)), min_size=0, max_size=40))
+def test_itl_gaps_are_pythons_divisions_to_the_bit(chunks: list[tuple[int, int]]) -> None:
+    times, at = [], 10**12
+    for gap, _ in chunks:
+        at += gap
+        times.append(at)
+    counts = [k for _, k in chunks]
+    expected: list[float] = []
+    for before, after, k in zip(times, times[1:], counts[1:], strict=False):
+        expected.extend([(after - before) / max(1, k)] * max(1, k))
+    rec = record(times, counts)
+    assert rec.itl_ns().tolist() == expected
+    rec.seal()
+    assert rec.itl_ns().tolist() == expected
