@@ -11,7 +11,9 @@ resident memory and CPU time (user + system), summed over its process tree (psut
   as it exits), which also sees the seconds at the end when the run's figures are made;
 - CPU per token: the CPU of a 5-minute window a minute after the start and of one ending a
   minute before the end, each divided by the output tokens whose stream ended in it (from
-  the records); target: the last within 10% of the first.
+  the records); target: the last within 10% of the first. Each sample also reads core 1's
+  steal time (what the hypervisor took from the client's core), to tell the machine's swings
+  from the client's.
 
 Run: .venv/bin/python experiments/benchmarks/client_flat.py [--minutes 30] [--stub plain]
 Output kept in client_flat-*.txt next to this file.
@@ -70,10 +72,15 @@ def sample(proc: psutil.Process) -> tuple[float, float] | None:
     return (rss, cpu) if rss else None
 
 
-def at(series: list[tuple[float, float, float]], t: float) -> tuple[float, float]:
-    """Resident bytes and CPU seconds at the sample nearest ``t`` seconds."""
-    _, rss, cpu = min(series, key=lambda s: abs(s[0] - t))
-    return rss, cpu
+def steal_s(core: int) -> float:
+    """Seconds the hypervisor ran something else while ``core`` wanted to run (0: not a VM)."""
+    return float(getattr(psutil.cpu_times(percpu=True)[core], "steal", 0.0))
+
+
+def at(series: list[tuple[float, float, float, float]], t: float) -> tuple[float, float, float]:
+    """Resident bytes, CPU seconds and core 1's steal seconds at the sample nearest ``t``."""
+    _, rss, cpu, steal = min(series, key=lambda s: abs(s[0] - t))
+    return rss, cpu, steal
 
 
 def main() -> None:
@@ -99,7 +106,7 @@ def main() -> None:
         cmd = ["taskset", "-c", "1", *tune_cmd(f"http://127.0.0.1:{port}", wl),
                "--json", str(out)]
         cmd[5] = PEAK + cmd[5]  # taskset -c 1 python -c CODE ...
-        series: list[tuple[float, float, float]] = []
+        series: list[tuple[float, float, float, float]] = []
         try:
             client = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.PIPE, text=True)
@@ -109,13 +116,14 @@ def main() -> None:
             while client.poll() is None:
                 got = sample(proc)
                 if got is not None:
-                    series.append((time.monotonic() - t0, *got))
+                    series.append((time.monotonic() - t0, *got, steal_s(1)))
                     if hwm_base is None and series[-1][0] >= 60:
                         Path(f"/proc/{client.pid}/clear_refs").write_text("5")
                         hwm_base = got[0]
                     if len(series) % 30 == 0:
                         print(f"  {series[-1][0] / 60:5.1f} min: {got[0] / MB:7.1f} MB, "
-                              f"{got[1]:7.1f} s CPU", flush=True)
+                              f"{got[1]:7.1f} s CPU, core 1 steal {series[-1][3]:6.1f} s",
+                              flush=True)
                 time.sleep(10)
             stderr = client.stderr.read() if client.stderr else ""
         finally:
@@ -140,14 +148,19 @@ def main() -> None:
     rows = []
     for name, (lo, hi) in (("first 5 min", first), ("last 5 min", last)):
         cpu = at(series, hi)[1] - at(series, lo)[1]
+        steal = at(series, hi)[2] - at(series, lo)[2]
         n = tokens((lo, hi))
         rows.append((name, cpu, n, cpu / n * 1000 if n else float("nan")))
-        print(f"  {name}: {cpu:.1f} s CPU, {n} tokens, {rows[-1][3]:.4f} ms per token")
+        print(f"  {name}: {cpu:.1f} s CPU, {n} tokens, {rows[-1][3]:.4f} ms per token; "
+              f"core 1 stolen by the hypervisor {steal:.1f} s")
     ratio = rows[1][3] / rows[0][3]
     print(f"  CPU per token, last / first: {ratio:.3f}  target within 10%: "
           + ("met" if abs(ratio - 1) <= 0.10 else "MISSED"))
     base = at(series, 60)[0]
     peak = max(s[1] for s in series if s[0] >= 60)
+    deltas = [at(series, t + WINDOW_S)[1] - at(series, t)[1]
+              for t in range(60, int(LEAD_S + duration - WINDOW_S), int(WINDOW_S))]
+    print("  CPU of each 5 minutes from 1 min: " + ", ".join(f"{d:.1f}" for d in deltas) + " s")
     print(f"  resident memory at 1 min {base / MB:.1f} MB, largest sample after {peak / MB:.1f} "
           f"MB, at the end {series[-1][1] / MB:.1f} MB: grew {(peak - base) / MB:.1f} MB")
     hwm = [int(line.split()[1]) * 1024 for line in stderr.splitlines()

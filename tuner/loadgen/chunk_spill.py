@@ -4,8 +4,9 @@ Packed (``packed_chunks.py``), a request of 128 streamed chunks still keeps abou
 gaps and counts, and a 30-minute run at 20 req/s ends 36,000 of them. Nothing reads a
 finished request's chunks until the run's figures are made, so as each request ends its
 packed gaps and counts are appended to an unlinked temporary file, and its record keeps a
-view of them (``StoredTimes``, ``StoredCounts``) that reads them back when asked. The file
-goes when the last record that points into it does.
+view of them (``StoredTimes``, ``StoredCounts``) that reads them back when asked. A runner
+keeps one file for all its runs (a capacity search's steps: one open file, not one a step);
+the file goes when the runner and the last record that points into it do.
 
 Chunks that cannot be written (a full disk, no temporary directory) stay in memory, as they
 were: nothing measured is lost. A run of one-token counts is already one shared object and
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-import threading
 from typing import IO
 
 from tuner.loadgen.packed_chunks import PackedTimes, StoredCounts, StoredTimes
@@ -28,12 +28,13 @@ SMALLEST = 64
 
 
 class ChunkSpill:
-    """An append-only file of finished records' packed chunks (created at the first write)."""
+    """An append-only file of finished records' packed chunks (created at the first write).
+    One writer: the event loop that ends the requests (a worker pool hands its records to
+    it); reads may come from any thread."""
 
     def __init__(self) -> None:
         self._file: IO[bytes] | None = None
         self._end = 0
-        self._lock = threading.Lock()  # records may end on a worker pool's listener threads
         self.failed: str | None = None
         """Why chunks stopped going to disk (they stay in memory from then on), or None."""
 
@@ -64,19 +65,17 @@ class ChunkSpill:
     def _write(self, data: bytes) -> int | None:
         if self.failed is not None:
             return None
-        with self._lock:
-            try:
-                if self._file is None:
-                    # open as long as the spill is: its views read it until the last one goes
-                    self._file = tempfile.TemporaryFile(prefix="tuner-chunks-")  # noqa: SIM115
-                at = self._end
-                if os.pwrite(self._file.fileno(), data, at) != len(data):
-                    raise OSError("short write")
-            except OSError as exc:
-                self.failed = f"{type(exc).__name__}: {exc}"
-                return None
-            self._end = at + len(data)
-            return at
+        try:
+            if self._file is None:
+                # open as long as the spill is: its views read it until the last one goes
+                self._file = tempfile.TemporaryFile(prefix="tuner-chunks-")  # noqa: SIM115
+            if os.pwrite(self._file.fileno(), data, self._end) != len(data):
+                raise OSError("short write")
+        except OSError as exc:
+            self.failed = f"{type(exc).__name__}: {exc}"
+            return None
+        at, self._end = self._end, self._end + len(data)
+        return at
 
 
 class SpillingProgress:

@@ -103,6 +103,8 @@ class Runner:
         needs (``workers_for``), at most one per core of the load generator."""
         self.partial: list[RequestRecord] = []
         self._pool: WorkerPool | None = None
+        self._spill = ChunkSpill()
+        """Where finished requests' chunks go, for every run of this runner."""
 
     def close(self) -> None:
         """End the worker processes, if any were started."""
@@ -164,7 +166,7 @@ class Runner:
                                          records, epoch)
         shown = SpillingProgress(
             self.progress.run(label or f"load {arrival.load:g} {w.load_unit}", planned),
-            ChunkSpill())
+            self._spill)
         try:
             async with self._client(pool) as client, \
                     MetricsScraper(self.metrics_url) as scraper:

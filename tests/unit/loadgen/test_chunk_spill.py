@@ -8,9 +8,14 @@ import tempfile
 
 import pytest
 
-from tuner.loadgen import RequestRecord
+from tests.sse_server import sse_server
+from tuner.loadgen import RequestRecord, event_loop
 from tuner.loadgen.chunk_spill import ChunkSpill, SpillingProgress
+from tuner.loadgen.client import ServerCaps
 from tuner.loadgen.packed_chunks import PackedTimes, StoredCounts, StoredTimes
+from tuner.loadgen.runner import Runner
+from tuner.metrics import summarise
+from tuner.workload import PromptSynth, RequestFactory, Workload
 
 
 def finished(index: int, times: list[int], counts: list[int]) -> RequestRecord:
@@ -38,15 +43,20 @@ def test_spilled_chunks_read_back_the_same() -> None:
     assert isinstance(rec.chunk_ns, StoredTimes)
     assert isinstance(rec.chunk_tokens, StoredCounts)
     assert spill.size == 3 * (127 * 4 + 128)
-    assert list(rec.chunk_ns) == times and rec.chunk_ns == times and len(rec.chunk_ns) == 128
-    assert rec.chunk_ns[-1] == times[-1] and rec.chunk_ns[5] == times[5]
-    assert list(rec.chunk_tokens) == counts and rec.chunk_tokens[3] == counts[3]
+    assert list(rec.chunk_ns) == times
+    assert rec.chunk_ns == times
+    assert len(rec.chunk_ns) == 128
+    assert rec.chunk_ns[-1] == times[-1]
+    assert rec.chunk_ns[5] == times[5]
+    assert list(rec.chunk_tokens) == counts
+    assert rec.chunk_tokens[3] == counts[3]
     assert rec.itl_ns().tolist() == twin.itl_ns().tolist()
     assert rec.generated == twin.generated
     back = pickle.loads(pickle.dumps(rec))  # a copy carries its values, not the file
     assert isinstance(back.chunk_ns, PackedTimes)
     assert isinstance(back.chunk_tokens, bytes)
-    assert back.chunk_ns == times and list(back.chunk_tokens) == counts
+    assert back.chunk_ns == times
+    assert list(back.chunk_tokens) == counts
     assert copy.deepcopy(rec).chunk_ns == times
     rec.add_chunk(times[-1] + 9, 1)  # a stored record can grow again, in memory
     assert list(rec.chunk_ns) == [*times, times[-1] + 9]
@@ -73,7 +83,8 @@ def test_a_spill_that_cannot_write_keeps_chunks_in_memory(
     spill.keep(rec)
     assert isinstance(rec.chunk_ns, PackedTimes)
     assert list(rec.chunk_tokens) == [2] * 128
-    assert spill.failed is not None and "FileNotFoundError" in spill.failed
+    assert spill.failed is not None
+    assert "FileNotFoundError" in spill.failed
 
 
 def test_progress_hooks_see_a_record_before_its_chunks_move() -> None:
@@ -96,3 +107,26 @@ def test_progress_hooks_see_a_record_before_its_chunks_move() -> None:
     hooks.finished()
     assert seen == ["sent", "PackedTimes", "finished"]
     assert isinstance(rec.chunk_ns, StoredTimes)
+
+
+@pytest.mark.slow
+def test_a_runs_finished_requests_keep_their_chunks_on_disk(synth: PromptSynth) -> None:
+    w = Workload.model_validate({
+        "model": "tiny-llama",
+        "classes": [{"name": "c", "weight": 1, "input": {"dist": "fixed", "value": 16},
+                     "output": {"dist": "fixed", "value": 40}}],
+        "arrival": {"process": "poisson", "rate": 40}, "stop": {"requests": 30}, "seed": 3,
+        "slo": {"ttft_p95_ms": 5000, "itl_p95_ms": 5000}, "cost": {"usd_per_hour": 1.0}})
+    with sse_server(gap_s=0.001) as url:
+        runner = Runner(url, w, RequestFactory(w, synth), ServerCaps(), workers=1)
+        try:
+            outcome = event_loop.run(runner.run())
+        finally:
+            runner.close()
+    assert all(r.ok for r in outcome.records), {r.error for r in outcome.records}
+    assert all(isinstance(r.chunk_ns, StoredTimes) for r in outcome.records)
+    in_memory = pickle.loads(pickle.dumps(outcome))  # the same records, chunks in memory
+    assert not any(isinstance(r.chunk_ns, StoredTimes) for r in in_memory.records)
+    assert ([r.itl_ns().tolist() for r in outcome.records]
+            == [r.itl_ns().tolist() for r in in_memory.records])
+    assert summarise(outcome, w, ServerCaps()) == summarise(in_memory, w, ServerCaps())
