@@ -80,6 +80,10 @@ def machine() -> str:
                   Path("/proc/cpuinfo").read_text().splitlines()
                   if line.startswith("model name")), platform.processor())
     flags = Path("/proc/cpuinfo").read_text()
+    ids = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in
+                                               flags.splitlines()[:20])}
+    if "cpu family" in ids:
+        model += f" family {ids['cpu family']} model {ids.get('model', '?')}"
     return (f"{model}, {os.cpu_count()} cores, avx512f: {'avx512f' in flags}, "
             f"avx2: {'avx2' in flags}; python {sys.version.split()[0]}")
 

@@ -11,9 +11,9 @@ resident memory and CPU time (user + system), summed over its process tree (psut
   as it exits), which also sees the seconds at the end when the run's figures are made;
 - CPU per token: the CPU of a 5-minute window a minute after the start and of one ending a
   minute before the end, each divided by the output tokens whose stream ended in it (from
-  the records); target: the last within 10% of the first. Each sample also reads core 1's
-  steal time (what the hypervisor took from the client's core), to tell the machine's swings
-  from the client's.
+  the records); target: the last within 10% of the first. Each sample also reads the
+  client's system time and minor page faults, and core 1's steal time (what the hypervisor
+  took from the client's core), to tell the machine's swings from the client's.
 
 Run: .venv/bin/python experiments/benchmarks/client_flat.py [--minutes 30] [--stub plain]
 Output kept in client_flat-*.txt next to this file.
@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -59,28 +60,47 @@ def tree(proc: psutil.Process) -> list[psutil.Process]:
         return []
 
 
-def sample(proc: psutil.Process) -> tuple[float, float] | None:
-    """Resident bytes and CPU seconds of the process tree, or None once it has gone."""
-    rss = cpu = 0.0
+@dataclass(frozen=True)
+class Sample:
+    """One 10-s reading of the client's process tree, and of its core's steal time."""
+
+    t: float
+    """Seconds since launch."""
+    rss: float
+    cpu: float
+    """User + system seconds."""
+    system: float
+    faults: int
+    """Minor page faults (each a page the kernel had to map, zeroed, for the first time)."""
+    steal: float
+    """Seconds the hypervisor ran something else while core 1 wanted to run (0: not a VM)."""
+
+
+def minor_faults(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[7])  # the 10th field of the line: minflt
+
+
+def sample(proc: psutil.Process, t: float) -> Sample | None:
+    """The process tree's figures now, or None once it has gone."""
+    rss = cpu = system = 0.0
+    faults = 0
     for p in tree(proc):
         try:
             rss += p.memory_info().rss
-            t = p.cpu_times()
-            cpu += t.user + t.system
-        except psutil.NoSuchProcess:
+            times = p.cpu_times()
+            cpu += times.user + times.system
+            system += times.system
+            faults += minor_faults(p.pid)
+        except (psutil.NoSuchProcess, FileNotFoundError, ProcessLookupError):
             continue
-    return (rss, cpu) if rss else None
+    steal = float(getattr(psutil.cpu_times(percpu=True)[1], "steal", 0.0))
+    return Sample(t, rss, cpu, system, faults, steal) if rss else None
 
 
-def steal_s(core: int) -> float:
-    """Seconds the hypervisor ran something else while ``core`` wanted to run (0: not a VM)."""
-    return float(getattr(psutil.cpu_times(percpu=True)[core], "steal", 0.0))
-
-
-def at(series: list[tuple[float, float, float, float]], t: float) -> tuple[float, float, float]:
-    """Resident bytes, CPU seconds and core 1's steal seconds at the sample nearest ``t``."""
-    _, rss, cpu, steal = min(series, key=lambda s: abs(s[0] - t))
-    return rss, cpu, steal
+def at(series: list[Sample], t: float) -> Sample:
+    """The sample nearest ``t`` seconds."""
+    return min(series, key=lambda s: abs(s.t - t))
 
 
 def main() -> None:
@@ -106,7 +126,7 @@ def main() -> None:
         cmd = ["taskset", "-c", "1", *tune_cmd(f"http://127.0.0.1:{port}", wl),
                "--json", str(out)]
         cmd[5] = PEAK + cmd[5]  # taskset -c 1 python -c CODE ...
-        series: list[tuple[float, float, float, float]] = []
+        series: list[Sample] = []
         try:
             client = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.PIPE, text=True)
@@ -114,16 +134,16 @@ def main() -> None:
             t0 = time.monotonic()
             hwm_base: float | None = None  # resident bytes when the high-water mark was reset
             while client.poll() is None:
-                got = sample(proc)
+                got = sample(proc, time.monotonic() - t0)
                 if got is not None:
-                    series.append((time.monotonic() - t0, *got, steal_s(1)))
-                    if hwm_base is None and series[-1][0] >= 60:
+                    series.append(got)
+                    if hwm_base is None and got.t >= 60:
                         Path(f"/proc/{client.pid}/clear_refs").write_text("5")
-                        hwm_base = got[0]
+                        hwm_base = got.rss
                     if len(series) % 30 == 0:
-                        print(f"  {series[-1][0] / 60:5.1f} min: {got[0] / MB:7.1f} MB, "
-                              f"{got[1]:7.1f} s CPU, core 1 steal {series[-1][3]:6.1f} s",
-                              flush=True)
+                        print(f"  {got.t / 60:5.1f} min: {got.rss / MB:7.1f} MB, {got.cpu:7.1f} s "
+                              f"CPU ({got.system:.1f} system), {got.faults} page faults, "
+                              f"core 1 steal {got.steal:.1f} s", flush=True)
                 time.sleep(10)
             stderr = client.stderr.read() if client.stderr else ""
         finally:
@@ -147,22 +167,23 @@ def main() -> None:
 
     rows = []
     for name, (lo, hi) in (("first 5 min", first), ("last 5 min", last)):
-        cpu = at(series, hi)[1] - at(series, lo)[1]
-        steal = at(series, hi)[2] - at(series, lo)[2]
+        a, b = at(series, lo), at(series, hi)
+        cpu = b.cpu - a.cpu
         n = tokens((lo, hi))
         rows.append((name, cpu, n, cpu / n * 1000 if n else float("nan")))
-        print(f"  {name}: {cpu:.1f} s CPU, {n} tokens, {rows[-1][3]:.4f} ms per token; "
-              f"core 1 stolen by the hypervisor {steal:.1f} s")
+        print(f"  {name}: {cpu:.1f} s CPU ({b.system - a.system:.1f} system), {n} tokens, "
+              f"{rows[-1][3]:.4f} ms per token; {b.faults - a.faults} page faults; core 1 "
+              f"stolen by the hypervisor {b.steal - a.steal:.1f} s")
     ratio = rows[1][3] / rows[0][3]
     print(f"  CPU per token, last / first: {ratio:.3f}  target within 10%: "
           + ("met" if abs(ratio - 1) <= 0.10 else "MISSED"))
-    base = at(series, 60)[0]
-    peak = max(s[1] for s in series if s[0] >= 60)
-    deltas = [at(series, t + WINDOW_S)[1] - at(series, t)[1]
-              for t in range(60, int(LEAD_S + duration - WINDOW_S), int(WINDOW_S))]
-    print("  CPU of each 5 minutes from 1 min: " + ", ".join(f"{d:.1f}" for d in deltas) + " s")
+    base = at(series, 60).rss
+    peak = max(s.rss for s in series if s.t >= 60)
+    starts = range(60, int(LEAD_S + duration - WINDOW_S), int(WINDOW_S))
+    print("  CPU of each 5 minutes from 1 min: " + ", ".join(
+        f"{at(series, t + WINDOW_S).cpu - at(series, t).cpu:.1f}" for t in starts) + " s")
     print(f"  resident memory at 1 min {base / MB:.1f} MB, largest sample after {peak / MB:.1f} "
-          f"MB, at the end {series[-1][1] / MB:.1f} MB: grew {(peak - base) / MB:.1f} MB")
+          f"MB, at the end {series[-1].rss / MB:.1f} MB: grew {(peak - base) / MB:.1f} MB")
     hwm = [int(line.split()[1]) * 1024 for line in stderr.splitlines()
            if line.startswith("peak ")]
     if hwm and hwm_base is not None:
