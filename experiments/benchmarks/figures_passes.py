@@ -3,11 +3,12 @@
 Builds ``--requests`` finished records of 128 chunks (seeded gaps of 4-9 ms, one token a
 chunk mostly, two in 10%), spills their chunks to disk as a run does (chunk_spill.py), then
 makes the ITL distribution two ways, interleaved (A B B A):
-- held: every gap in one float64 array (what the figures did before: 8 bytes a gap);
+- held: every gap in one float64 array, as the figures did before (``np.fromiter`` over the
+  records' gaps, then ``dist_ms`` in place: 8 bytes a gap);
 - passes: ``figures.latency_dist``, which holds at most 2^19 gaps and reads the records
   again for the percentiles (radix selection, selection.py).
-For each: wall time and tracemalloc's peak (numpy's arrays included), and whether the
-figures agree (all but the mean to the bit; the mean to 1e-12).
+For each: wall time (without tracemalloc), then tracemalloc's peak in a second call (numpy's
+arrays included), and whether the figures agree (all but the mean to the bit).
 
 Run: PYTHONPATH=. .venv/bin/python experiments/benchmarks/figures_passes.py [--requests 36000]
 Output kept in figures_passes-*.txt next to this file.
@@ -20,6 +21,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -54,10 +56,11 @@ def records(n: int, spill: ChunkSpill) -> list[RequestRecord]:
 
 
 def measure(make: Callable[[], Dist]) -> tuple[Dist, float, float]:
-    tracemalloc.start()
     t = time.perf_counter()
     dist = make()
     wall = time.perf_counter() - t
+    tracemalloc.start()
+    make()
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return dist, wall, peak / MB
@@ -72,7 +75,8 @@ def main() -> None:
     recs = records(args.requests, spill)
     itl = LATENCY["itl"]
     ways: dict[str, Callable[[], Dist]] = {
-        "held": lambda: dist_ms(np.concatenate([r.itl_ns() for r in recs]), consume=True),
+        "held": lambda: dist_ms(np.fromiter(chain.from_iterable(itl.values_ns(r) for r in recs),
+                                            dtype=np.float64), consume=True),
         "passes": lambda: latency_dist(itl, recs),
     }
     print(f"{args.requests} records of 128 chunks, spilled: {spill.size / MB:.1f} MB on disk")
