@@ -98,6 +98,15 @@ def sample(proc: psutil.Process, t: float) -> Sample | None:
     return Sample(t, rss, cpu, system, faults, steal) if rss else None
 
 
+def busy() -> str:
+    """The machine's load average and CPU pressure (tasks kept waiting for a CPU, last 10 s)."""
+    load = Path("/proc/loadavg").read_text().split()[0]
+    pressure = Path("/proc/pressure/cpu")
+    waiting = (pressure.read_text().split()[1].split("=")[1] + "%" if pressure.exists()
+               else "n/a")
+    return f"load {load}, CPU pressure {waiting}"
+
+
 def at(series: list[Sample], t: float) -> Sample:
     """The sample nearest ``t`` seconds."""
     return min(series, key=lambda s: abs(s.t - t))
@@ -143,7 +152,7 @@ def main() -> None:
                     if len(series) % 30 == 0:
                         print(f"  {got.t / 60:5.1f} min: {got.rss / MB:7.1f} MB, {got.cpu:7.1f} s "
                               f"CPU ({got.system:.1f} system), {got.faults} page faults, "
-                              f"core 1 steal {got.steal:.1f} s", flush=True)
+                              f"core 1 steal {got.steal:.1f} s since boot; {busy()}", flush=True)
                 time.sleep(10)
             stderr = client.stderr.read() if client.stderr else ""
         finally:
