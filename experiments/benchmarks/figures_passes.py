@@ -26,10 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tuner.loadgen import RequestRecord
-from tuner.loadgen.chunk_spill import ChunkSpill
+from tuner.loadgen import ChunkSpill, RequestRecord
 from tuner.metric_registry import LATENCY
-from tuner.metrics.figures import Dist, dist_ms, latency_dist
+from tuner.metrics import Dist, dist_ms, latency_dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from client_cost import machine  # noqa: E402

@@ -1,5 +1,6 @@
 """The face of tuner.loadgen: what other packages use of it; the rest is private."""
 
+from tuner.loadgen.chunk_spill import ChunkSpill
 from tuner.loadgen.client import Api, Reading, ServerCaps, StreamClient, request_body
 from tuner.loadgen.event_loop import run as run_loop
 from tuner.loadgen.probe import check_serves, normalise_endpoint, probe_endpoint
@@ -10,7 +11,8 @@ from tuner.loadgen.runner import MAX_POOL, Runner, RunOutcome, StopCheck
 from tuner.loadgen.scraper import COUNTERS, GAUGES, ServerMetrics, wait_idle
 
 __all__ = [
-    "Api", "COUNTERS", "DIRECT", "GAUGES", "MAX_POOL", "NULL_PROGRESS", "NullProgress", "Progress",
+    "Api", "COUNTERS", "ChunkSpill", "DIRECT", "GAUGES", "MAX_POOL", "NULL_PROGRESS",
+    "NullProgress", "Progress",
     "Reading", "RequestRecord", "Route", "RunOutcome", "RunProgress", "Runner", "ServerCaps",
     "ServerMetrics", "StopCheck", "StreamClient", "check_serves", "normalise_endpoint",
     "probe_endpoint", "read_records_csv", "redact", "request_body", "route_for", "run_loop",

@@ -10,7 +10,7 @@ from tuner.metrics.bootstrap import (
 )
 from tuner.metrics.capacity_curve import CapacityInterval, StepSample, capacity_interval
 from tuner.metrics.cost import cost_per_million, money
-from tuner.metrics.figures import Dist, dist_ms, measured, window_ns
+from tuner.metrics.figures import Dist, dist_ms, latency_dist, measured, window_ns
 from tuner.metrics.paired_ratio import (
     PooledSpread,
     RatioVerdict,
@@ -34,7 +34,8 @@ __all__ = [
     "Agreement", "CapacityInterval", "Dist", "GreedyAnswer", "Interval", "KEEP_UP_CHECKS",
     "PooledSpread", "QualityVerdict", "RatioVerdict", "RunSummary", "RunTokens", "SloCheck",
     "SloVerdict", "Spread", "StepSample", "agreement", "capacity_interval", "cost_per_million",
-    "cost_samples", "dist_ms", "floored", "interval", "measured", "money", "paired_verdict",
+    "cost_samples", "dist_ms", "floored", "interval", "latency_dist", "measured", "money",
+    "paired_verdict",
     "point_cost", "pooled_spread", "rate_lower_bound", "ratio_interval", "spread",
     "step_floor", "summarise", "window_ns",
 ]
