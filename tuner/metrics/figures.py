@@ -100,7 +100,7 @@ def streamed_dist_ms(blocks: Blocks, *, hold: int = HOLD) -> Dist:
         if block.size == 0:
             continue
         n += block.size
-        total += math.fsum(block)
+        total += float(block.sum())
         top = max(top, float(block.max()))
         if n <= hold:
             kept.append(block)

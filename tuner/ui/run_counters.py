@@ -9,9 +9,10 @@ millions of tokens); the run's own figures are computed from its records, exactl
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from tuner.loadgen import RequestRecord
 
@@ -28,8 +29,8 @@ class BinnedQuantile:
         self.counts = np.zeros(self.BINS, dtype=np.int64)
         self.n = 0
 
-    def add(self, values_ms: Iterable[float]) -> None:
-        arr = np.fromiter(values_ms, dtype=np.float64)
+    def add(self, values_ms: Sequence[float] | npt.NDArray[np.float64]) -> None:
+        arr = np.asarray(values_ms, dtype=np.float64)  # an array as it is: no float a value
         if arr.size == 0:
             return
         scaled = np.log(np.maximum(arr, self.LOW_MS) / self.LOW_MS) / self.STEP
@@ -71,7 +72,7 @@ class RunCounters:
             self.errors += 1
         elif rec.ttft_ns is not None:
             self.ttft_ms.add((rec.ttft_ns / 1e6,))
-            self.itl_ms.add(g / 1e6 for g in rec.itl_ns())
+            self.itl_ms.add(rec.itl_ns() / 1e6)
 
     def finished(self) -> None:
         self._on_finished(self)
