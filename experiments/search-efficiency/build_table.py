@@ -104,8 +104,9 @@ def main() -> None:
         "early is a uniform sample of the grid (default: grid order)"))
     parser.add_argument("--anchor-every", type=int, default=8, metavar="N", help=(
         "measure the defaults again after every N configurations on a machine (the table's "
-        "anchors: how far the machine drifted while the table was built), and once after "
-        "the last configuration"))
+        "anchors: how far the machine drifted while the table was built), once after "
+        "the last configuration, and first when this machine's rows so far have none after "
+        "them (an earlier run stopped without its closing one)"))
     parser.add_argument("--until", default=None, metavar="HH:MM", help=(
         "UTC time by which to stop: no configuration is begun that, with the closing "
         "measurement of the defaults, would not end by then (judged by the longest row so "
@@ -176,6 +177,8 @@ def main() -> None:
 
     if todo and todo[0] is not None and not measured_here(True):
         anchor()  # a machine new to the table: its defaults first, to scale its rows by
+    elif todo and todo[0] is not None and args.anchor_every > 0 and since_defaults() > 0:
+        anchor()  # rows of an earlier run here had no defaults after them: close them now
     took: list[float] = []
     for i, config in enumerate(todo):
         if deadline is not None and time.time() + 2.2 * max(took, default=0.0) > deadline:
