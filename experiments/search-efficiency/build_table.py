@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 import yaml
 
 from tuner.host import cpu_identity
@@ -56,6 +57,11 @@ def machine_speed() -> dict[str, float]:
         b.copy()
         copy = max(copy, 2 * b.nbytes / (time.perf_counter() - t) / 1e9)
     return {"matmul_gflops": round(flops, 1), "copy_gb_s": round(copy, 2)}
+
+
+def stolen() -> list[float]:
+    """Each core's steal time since boot, in seconds (0 where the kernel counts none)."""
+    return [float(getattr(t, "steal", 0.0)) for t in psutil.cpu_times(percpu=True)]
 
 
 def measure(engine: str, config: dict[str, Any] | None, workload: Path, model: str,
@@ -162,12 +168,13 @@ def main() -> None:
     def anchor() -> None:
         """The defaults measured again, into the table's anchors."""
         t0 = time.monotonic()
-        speed = machine_speed()
+        speed, before = machine_speed(), stolen()
         report = measure(engine, None, workload, args.model, args.repeats,
                          run_dir / f"anchor-{len(table.anchors) + 1}")
         table.anchors.append(row_of(report, report["config"], True))
         table.anchors[-1].machine_speed = speed
         table.anchors[-1].machine = here
+        table.anchors[-1].steal_s = [round(b - a, 1) for a, b in zip(before, stolen(), strict=True)]
         save()
         drift = table.drift()
         print(f"anchor {len(table.anchors)} (the defaults again): "
@@ -187,19 +194,21 @@ def main() -> None:
             break
         t0 = time.monotonic()
         name = "defaults" if config is None else "-".join(str(v) for v in config.values())
-        speed = machine_speed()
+        speed, before = machine_speed(), stolen()
         report = measure(engine, config, workload, args.model, args.repeats,
                          run_dir / name)
         row = row_of(report, report["config"] if config is None else config, config is None)
         row.machine_speed = speed
         row.machine = here
+        row.steal_s = [round(b - a, 1) for a, b in zip(before, stolen(), strict=True)]
         table.engine_version = report["engine_version"]
         table.rows.append(row)
         save()
         took.append(time.monotonic() - t0)
         costs = ", ".join(f"{c:.4g}" for c in row.costs) or row.outcome
         print(f"[{i + 1}/{len(todo)}] {name}: {costs} ({took[-1]:.0f}s; machine "
-              f"{speed['matmul_gflops']:g} GFLOP/s, {speed['copy_gb_s']:g} GB/s)", flush=True)
+              f"{speed['matmul_gflops']:g} GFLOP/s, {speed['copy_gb_s']:g} GB/s; steal "
+              f"{'/'.join(f'{x:g}' for x in row.steal_s)} s)", flush=True)
         if args.anchor_every > 0 and since_defaults() >= args.anchor_every:
             anchor()
     if args.anchor_every > 0 and since_defaults() > 0:

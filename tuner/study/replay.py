@@ -57,6 +57,9 @@ class TableRow(BaseModel):
         "memory copy GB/s): whether a drift of the anchors is the machine's"))
     machine: str = Field(default="", description=(
         "the CPU it was measured on (tuner.host.cpu_identity); empty: the table's machine"))
+    steal_s: list[float] = Field(default_factory=list, description=(
+        "seconds the hypervisor ran something else on each core while the row was measured "
+        "(empty: not recorded): whether a start's outlying cost was the machine's"))
 
     @property
     def feasible(self) -> bool:
