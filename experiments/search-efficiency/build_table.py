@@ -64,6 +64,11 @@ def stolen() -> list[float]:
     return [float(getattr(t, "steal", 0.0)) for t in psutil.cpu_times(percpu=True)]
 
 
+def stolen_since(before: list[float]) -> list[float]:
+    """Each core's steal time since ``before`` (:func:`stolen`), to a tenth of a second."""
+    return [round(b - a, 1) for a, b in zip(before, stolen(), strict=True)]
+
+
 def measure(engine: str, config: dict[str, Any] | None, workload: Path, model: str,
             repeats: int, out: Path) -> dict[str, Any]:
     """`tune measure` of one configuration (None: the defaults); its measure.json."""
@@ -174,7 +179,7 @@ def main() -> None:
         table.anchors.append(row_of(report, report["config"], True))
         table.anchors[-1].machine_speed = speed
         table.anchors[-1].machine = here
-        table.anchors[-1].steal_s = [round(b - a, 1) for a, b in zip(before, stolen(), strict=True)]
+        table.anchors[-1].steal_s = stolen_since(before)
         save()
         drift = table.drift()
         print(f"anchor {len(table.anchors)} (the defaults again): "
@@ -200,7 +205,7 @@ def main() -> None:
         row = row_of(report, report["config"] if config is None else config, config is None)
         row.machine_speed = speed
         row.machine = here
-        row.steal_s = [round(b - a, 1) for a, b in zip(before, stolen(), strict=True)]
+        row.steal_s = stolen_since(before)
         table.engine_version = report["engine_version"]
         table.rows.append(row)
         save()
