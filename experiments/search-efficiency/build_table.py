@@ -170,16 +170,20 @@ def main() -> None:
         last = (measured_here(True) or [""])[-1]
         return sum(t > last for t in measured_here(False))
 
+    def measured(config: dict[str, Any] | None, out: Path) -> TableRow:
+        """One row: ``tune measure`` of ``config`` (None: the defaults) on this machine, with
+        the machine's speed before it and the steal time during it."""
+        speed, before = machine_speed(), stolen()
+        report = measure(engine, config, workload, args.model, args.repeats, out)
+        table.engine_version = report["engine_version"]
+        row = row_of(report, report["config"] if config is None else config, config is None)
+        row.machine_speed, row.machine, row.steal_s = speed, here, stolen_since(before)
+        return row
+
     def anchor() -> None:
         """The defaults measured again, into the table's anchors."""
         t0 = time.monotonic()
-        speed, before = machine_speed(), stolen()
-        report = measure(engine, None, workload, args.model, args.repeats,
-                         run_dir / f"anchor-{len(table.anchors) + 1}")
-        table.anchors.append(row_of(report, report["config"], True))
-        table.anchors[-1].machine_speed = speed
-        table.anchors[-1].machine = here
-        table.anchors[-1].steal_s = stolen_since(before)
+        table.anchors.append(measured(None, run_dir / f"anchor-{len(table.anchors) + 1}"))
         save()
         drift = table.drift()
         print(f"anchor {len(table.anchors)} (the defaults again): "
@@ -199,14 +203,8 @@ def main() -> None:
             break
         t0 = time.monotonic()
         name = "defaults" if config is None else "-".join(str(v) for v in config.values())
-        speed, before = machine_speed(), stolen()
-        report = measure(engine, config, workload, args.model, args.repeats,
-                         run_dir / name)
-        row = row_of(report, report["config"] if config is None else config, config is None)
-        row.machine_speed = speed
-        row.machine = here
-        row.steal_s = stolen_since(before)
-        table.engine_version = report["engine_version"]
+        row = measured(config, run_dir / name)
+        speed = row.machine_speed
         table.rows.append(row)
         save()
         took.append(time.monotonic() - t0)
