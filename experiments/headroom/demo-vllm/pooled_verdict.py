@@ -14,14 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from tuner.study import TrialResult
 from tuner.study.repeats import interleaved, paired_outcome
 
 
-def pairs_of(path: Path) -> tuple[list[tuple[TrialResult, TrialResult]], list[str]]:
+def pairs_of(report: dict[str, Any]) -> tuple[list[tuple[TrialResult, TrialResult]], list[str]]:
     """A run's pairs as (A's start, B's start), and the names of A and B."""
-    report = json.loads(path.read_text())
     results = [TrialResult.model_validate(r) for r in report["repeats"]]
     sides: list[str] = report["sides"]
     names = list(dict.fromkeys(sides))
@@ -40,13 +40,13 @@ def main() -> None:
     pairs: list[tuple[TrialResult, TrialResult]] = []
     names: list[str] | None = None
     for path in args.runs:
-        more, these = pairs_of(path)
+        report = json.loads(path.read_text())
+        more, these = pairs_of(report)
         if names is not None and these != names:
             raise SystemExit(f"{path}: compares {' and '.join(these)}, not "
                              f"{' and '.join(names)}")
         names = these
-        verdict = json.loads(path.read_text())["verdict_line"]
-        print(f"{path}: {len(more)} pairs; its own verdict: {verdict}")
+        print(f"{path}: {len(more)} pairs; its own verdict: {report['verdict_line']}")
         pairs += more
     assert names is not None
     order = interleaved(len(pairs))
