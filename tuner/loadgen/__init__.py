@@ -12,9 +12,8 @@ from tuner.loadgen.scraper import COUNTERS, GAUGES, ServerMetrics, wait_idle
 
 __all__ = [
     "Api", "COUNTERS", "ChunkSpill", "DIRECT", "GAUGES", "MAX_POOL", "NULL_PROGRESS",
-    "NullProgress", "Progress",
-    "Reading", "RequestRecord", "Route", "RunOutcome", "RunProgress", "Runner", "ServerCaps",
-    "ServerMetrics", "StopCheck", "StreamClient", "check_serves", "normalise_endpoint",
-    "probe_endpoint", "read_records_csv", "redact", "request_body", "route_for", "run_loop",
-    "wait_idle", "write_records_csv",
+    "NullProgress", "Progress", "Reading", "RequestRecord", "Route", "RunOutcome", "RunProgress",
+    "Runner", "ServerCaps", "ServerMetrics", "StopCheck", "StreamClient", "check_serves",
+    "normalise_endpoint", "probe_endpoint", "read_records_csv", "redact", "request_body",
+    "route_for", "run_loop", "wait_idle", "write_records_csv",
 ]

@@ -35,7 +35,6 @@ __all__ = [
     "PooledSpread", "QualityVerdict", "RatioVerdict", "RunSummary", "RunTokens", "SloCheck",
     "SloVerdict", "Spread", "StepSample", "agreement", "capacity_interval", "cost_per_million",
     "cost_samples", "dist_ms", "floored", "interval", "latency_dist", "measured", "money",
-    "paired_verdict",
-    "point_cost", "pooled_spread", "rate_lower_bound", "ratio_interval", "spread",
-    "step_floor", "summarise", "window_ns",
+    "paired_verdict", "point_cost", "pooled_spread", "rate_lower_bound", "ratio_interval",
+    "spread", "step_floor", "summarise", "window_ns",
 ]
