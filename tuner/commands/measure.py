@@ -88,7 +88,7 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
         what = "defaults" if defaults else config
         if against is not None:
             what = f"{a.name} against {against.name}, {repeats} pairs"
-        go_on = (f"; going on from {len(done)} starts in {cfg.run_dir}"
+        go_on = (f"; {len(done)} of them measured before, in {cfg.run_dir}"
                  if earlier is not None else "")
         progress.status("measure", f"{prep.spec.display_name} {prep.engine_version}, "
                         f"{what}, {starts} fresh starts{go_on}")
