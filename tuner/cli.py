@@ -402,6 +402,9 @@ def measure(
     resolution: Annotated[str, typer.Option(
         help="with --against: the smallest difference the verdict decides (relative, "
         "between 0 and 0.5)")] = str(RESOLUTION),
+    resume: Annotated[Path | None, typer.Option(
+        help="go on with the measurement in this folder (one tune measure wrote, stopped or "
+        "finished) up to --repeats in all, with the same options; instead of --out")] = None,
     debug: Debug = False,
 ) -> None:
     """Start one configuration N times; print each capacity and cost, and their noise."""
@@ -429,15 +432,18 @@ def measure(
             theirs = named_config(against, spec, flag="--against")
             other = Side(name=theirs.name, config=theirs.knobs, defaults=theirs.defaults)
         stamp = time.strftime("%Y%m%d-%H%M%S")
+        folder = (out, f"measure-{engine}-{workload.stem}-{stamp}") if resume is None else (
+            resume.parent, resume.name)
         cfg = validate(StudyConfig, dict(
             engine=engine, workload=workload, model=model, trials=repeats, launcher=launcher,
-            image=image, out_dir=out, study_name=f"measure-{engine}-{workload.stem}-{stamp}",
+            image=image, out_dir=folder[0], study_name=folder[1],
             tracking_uri=tracking_uri or settings.tracking_uri, device=device,
             startup_timeout_s=startup_timeout, served_name=served_name), "options")
         report = measure_command(cfg, settings, config=chosen.knobs, defaults=chosen.defaults,
                                  repeats=repeats, console=out_console, progress_console=err,
                                  engine_factory=engine_factory_of(ctx), against=other,
-                                 resolution=share, name=chosen.name)
+                                 resolution=share, name=chosen.name,
+                                 resume=resume is not None)
         if other is not None:
             verdict_code = exit_code(report)
 

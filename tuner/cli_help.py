@@ -84,6 +84,10 @@ interleaved (A B B A ...), and the verdict of the pairs at --resolution: "x beat
 \b
   tune measure --engine vllm --workload w.yaml --model DIR --config x.yaml --against defaults
 
+measure.json is written after every start. "measure more pairs", or a run that was stopped:
+the same command with --resume FOLDER and --repeats the total goes on from the starts the
+folder holds (a lone start of a cut pair is measured again).
+
 Inputs: an engine, a workload, the model and a configuration (the defaults, a YAML of knobs,
 or a study's trial). Outputs: each start's capacity and cost, their mean, coefficient of
 variation and 95% interval, and the runs under --out."""

@@ -210,7 +210,9 @@ def test_a_bad_resolution_or_repeat_count_of_measure_is_one_line(tmp_path: Path)
              (["--resolution", "-0.1"], "--resolution -0.1: give a relative difference"),
              (["--resolution", "five"], "--resolution five: give a relative difference"),
              (["--repeats", "0"], "--repeats 0: give at least 1 (fresh starts, or pairs of them "
-              "with --against)")]
+              "with --against)"),
+             (["--resume", str(tmp_path / "nowhere")], f"--resume {tmp_path / 'nowhere'}: no "
+              "measure.json there; give a folder tune measure wrote")]
     study = ["--engine", "vllm", "--workload", str(REPO / "tests/data/workload-ci.yaml"),
              "--model", str(tmp_path), "--resolution", "0.7"]
     done = tune_all(*([*base, *extra] for extra, _ in cases), study)

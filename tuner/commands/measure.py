@@ -3,7 +3,8 @@
 Users run it to learn how noisy their setup is before a study. Each repeat is a fresh start
 of the configuration, exactly what a trial of a study does (:mod:`tuner.study.repeats`: start,
 readiness, warm-up, capacity search, interpolated capacity and its cost); the spread across
-repeats is the measurement's noise. This command parses, prints and keeps the report.
+repeats is the measurement's noise. This command parses, prints and keeps the report, after
+every start (:mod:`tuner.commands.measure_record`: what it keeps, and ``--resume``).
 """
 
 from __future__ import annotations
@@ -11,17 +12,18 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
 from rich.console import Console
 
+from tuner.commands.measure_record import MeasureReport, earlier_measurement, starts_to_keep
 from tuner.commands.named_config import check_config
-from tuner.commands.prepare import EngineFactory, prepare, real_engines
-from tuner.core import EXIT_NO_GAIN, EXIT_UNRESOLVED, RESOLUTION, Settings
-from tuner.host import running_on
+from tuner.commands.prepare import EngineFactory, Prepared, prepare, real_engines
+from tuner.core import EXIT_NO_GAIN, EXIT_UNRESOLVED, RESOLUTION, ConfigError, Settings
+from tuner.host import cpu_identity, running_on
 from tuner.launch import guarded
-from tuner.metrics import PooledSpread, RatioVerdict, Spread, floored, pooled_spread, spread
+from tuner.metrics import floored, pooled_spread, spread
 from tuner.report import measure_table, spread_lines
 from tuner.study import StudyConfig, TrialResult
 from tuner.study.repeats import (
@@ -35,88 +37,72 @@ from tuner.study.repeats import (
 )
 from tuner.study.results import save_noise_record
 from tuner.ui import progress_display
-
-
-class MeasureReport(BaseModel):
-    engine: str
-    engine_version: str
-    workload: str
-    hardware: str
-    config: dict[str, Any]
-    defaults: bool
-    repeats: list[TrialResult]
-    sides: list[str] = Field(default_factory=list, description="which configuration each "
-                             "start measured (paired: the two names, interleaved)")
-    capacity: Spread | None
-    """Over the starts whose capacity was bracketed (a bound has no place in a mean or CV)."""
-    cost: Spread | None
-    bounds: int = 0
-    """Starts whose capacity is only a lower bound (nothing failed): left out of the spread."""
-    against: dict[str, Any] | None = None
-    against_defaults: bool | None = None
-    verdict: RatioVerdict | None = None
-    """Paired: the interval of the configuration's advantage (the other's cost over its)."""
-    verdict_line: str | None = None
-    start_spread: PooledSpread | None = None
-    """The start-to-start spread of capacity, pooled over the configurations measured (one-way:
-    within each), with its upper 95% bound: this host and engine's noise floor."""
-    left_out: list[str] = Field(default_factory=list, description="pairs the verdict could "
-                                "not count, with why")
-    wall_s: float
+from tuner.workload import workload_sha256
 
 
 def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, Any],
                     defaults: bool, repeats: int, console: Console,
                     progress_console: Console, engine_factory: EngineFactory = real_engines,
                     against: Side | None = None, resolution: float = RESOLUTION,
-                    name: str = "the configuration") -> MeasureReport:
+                    name: str = "the configuration", resume: bool = False) -> MeasureReport:
     """``repeats`` fresh starts of ``config``, or, ``against`` another configuration,
-    ``repeats`` pairs of interleaved fresh starts of both and the verdict of the pairs."""
+    ``repeats`` pairs of interleaved fresh starts of both and the verdict of the pairs.
+    ``resume``: go on from the measurement in ``cfg``'s folder (:mod:`measure_record`)."""
     t0 = time.monotonic()
+    a = Side(name="defaults" if defaults else name, config=config, defaults=defaults)
+    earlier, done = None, list[TrialResult]()
+    if resume:
+        earlier, earlier_model = earlier_measurement(cfg.run_dir)
+        done = starts_to_keep(earlier, earlier_model, cfg.run_dir, engine=cfg.engine,
+                              model=cfg.model, workload=cfg.workload, a=a, b=against,
+                              repeats=repeats)
     prep = prepare(cfg, settings, engine_factory)
     for knobs, flag in ((config, "--config"), (against.config if against else {}, "--against")):
         check_config(knobs, flag, prep.spec, prep.hardware, prep.model,
                      prep.workload.max_request_tokens())
+    here = (prep.hardware.describe(), cpu_identity())
+    for theirs, ours in zip((earlier.hardware, earlier.machine) if earlier else (), here,
+                            strict=False):
+        if theirs is not None and theirs != ours:
+            raise ConfigError(f"--resume {cfg.run_dir}: it was measured on {theirs}, this "
+                              f"host is {ours}; a measurement's starts are compared on one "
+                              "machine: give --out for a new one here")
     prep.start_tracking()
-    a = Side(name="defaults" if defaults else name, config=config, defaults=defaults)
     starts = repeats * (2 if against else 1)
+    out = cfg.folder.measure
+
+    def report_of(results: list[TrialResult], *, complete: bool) -> MeasureReport:
+        report = measure_report(prep, cfg, a, against, results, repeats, resolution,
+                                wall_s=(earlier.wall_s if earlier else 0.0)
+                                + time.monotonic() - t0)
+        report.complete = complete
+        report.resumed = (earlier.resumed + 1) if earlier else 0
+        return report
+
+    def keep(results: list[TrialResult]) -> None:
+        write_report(out, report_of(results, complete=False))
+
     with guarded(prep.launcher), running_on(prep.hardware.client_cpus,
                                                  realtime=prep.hardware.client_realtime), \
             progress_display(console, progress_console) as progress:
         what = "defaults" if defaults else config
         if against is not None:
             what = f"{a.name} against {against.name}, {repeats} pairs"
+        go_on = (f"; {len(done)} of them measured before, in {cfg.run_dir}"
+                 if earlier is not None else "")
         progress.status("measure", f"{prep.spec.display_name} {prep.engine_version}, "
-                        f"{what}, {starts} fresh starts")
+                        f"{what}, {starts} fresh starts{go_on}")
         ctx = prep.context(progress)
         if against is None:
             results = measure_repeats(ctx, config, defaults=defaults, repeats=repeats,
-                                      tracker=prep.tracker)
+                                      tracker=prep.tracker, done=done, keep=keep)
         else:
-            results = measure_pairs(ctx, a, against, pairs=repeats, tracker=prep.tracker)
-    sides = ([a.name] * len(results) if against is None else
-             [(a, against)[w].name for w in interleaved(repeats)][:len(results)])
-    mine = [r for r, side in zip(results, sides, strict=True) if side == a.name]
-    paired = paired_outcome(results, resolution) if against is not None else None
-    bracketed = [r for r in mine if not r.capacity_bound]
-    report = MeasureReport(
-        engine=prep.spec.name, engine_version=prep.engine_version, workload=str(cfg.workload),
-        hardware=prep.hardware.describe(), config=mine[0].config if mine else config,
-        defaults=defaults, repeats=results, sides=sides,
-        capacity=spread([r.max_load for r in bracketed if r.max_load is not None]),
-        cost=spread([r.cost_per_m_output_tokens for r in bracketed
-                     if r.cost_per_m_output_tokens is not None]),
-        bounds=len(mine) - len(bracketed),
-        against=None if against is None else against.config,
-        against_defaults=None if against is None else against.defaults,
-        verdict=paired.verdict if paired else None,
-        verdict_line=verdict_line(paired, a, against) if paired and against else None,
-        left_out=paired.left_out if paired else [],
-        start_spread=floored(pooled_spread(capacities_by_side(results, sides)),
-                             results_floor(results)),
-        wall_s=time.monotonic() - t0)
-    out = cfg.folder.measure
-    out.write_text(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
+            results = measure_pairs(ctx, a, against, pairs=repeats, tracker=prep.tracker,
+                                    done=done, keep=keep)
+    report = report_of(results, complete=True)
+    write_report(out, report)
+    sides, mine = report.sides, [r for r, s in zip(results, report.sides, strict=True)
+                                 if s == a.name]
     kept = None if report.start_spread is None else save_noise_record(
         settings.cache_dir, report.start_spread, engine=prep.spec.name,
         engine_version=prep.engine_version, host=report.hardware, workload=cfg.workload.name,
@@ -152,9 +138,48 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
         console.print(f"left out of the verdict: {why}", highlight=False)
     if report.verdict_line:
         console.print(report.verdict_line, highlight=False)
+    if against is not None and (report.verdict is None or report.verdict.kind == "unresolved"):
+        console.print(f"more pairs: the same command with --resume {cfg.run_dir} --repeats "
+                      f"{2 * repeats} goes on from these", highlight=False)
     console.print(f"{len([r for r in results if r.feasible])} of {starts} starts met the SLOs; "
-                  f"{time.monotonic() - t0:.0f}s in all; figures in {out}")
+                  f"{report.wall_s:.0f}s in all; figures in {out}")
     return report
+
+
+def measure_report(prep: Prepared, cfg: StudyConfig, a: Side, against: Side | None,
+                   results: list[TrialResult], repeats: int, resolution: float, *,
+                   wall_s: float) -> MeasureReport:
+    """The report of the starts measured so far (all of them once the run ends)."""
+    sides = ([a.name] * len(results) if against is None else
+             [(a, against)[w].name for w in interleaved(repeats)][:len(results)])
+    mine = [r for r, side in zip(results, sides, strict=True) if side == a.name]
+    paired = paired_outcome(results, resolution) if against is not None else None
+    bracketed = [r for r in mine if not r.capacity_bound]
+    return MeasureReport(
+        engine=prep.spec.name, engine_version=prep.engine_version, workload=str(cfg.workload),
+        workload_sha256=workload_sha256(cfg.workload), model=cfg.model,
+        hardware=prep.hardware.describe(), machine=cpu_identity(),
+        config=mine[0].config if mine else a.config,
+        defaults=a.defaults, repeats=results, sides=sides,
+        capacity=spread([r.max_load for r in bracketed if r.max_load is not None]),
+        cost=spread([r.cost_per_m_output_tokens for r in bracketed
+                     if r.cost_per_m_output_tokens is not None]),
+        bounds=len(mine) - len(bracketed),
+        against=None if against is None else against.config,
+        against_defaults=None if against is None else against.defaults,
+        verdict=paired.verdict if paired else None,
+        verdict_line=verdict_line(paired, a, against) if paired and against else None,
+        left_out=paired.left_out if paired else [],
+        start_spread=floored(pooled_spread(capacities_by_side(results, sides)),
+                             results_floor(results)),
+        wall_s=wall_s)
+
+
+def write_report(out: Path, report: MeasureReport) -> None:
+    """measure.json, replaced whole (a reader never sees half a file)."""
+    part = out.with_suffix(".json.part")
+    part.write_text(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
+    part.replace(out)
 
 
 def capacities_by_side(results: list[TrialResult], sides: list[str]) -> list[list[float]]:

@@ -1,5 +1,7 @@
 """How much repeated measurements of one thing differ: mean, coefficient of variation and a
-95% interval of the mean (Student's t)."""
+95% interval of the mean (Student's t). For a quantity that cannot be negative (every value
+at least 0), an interval whose lower end falls below 0 says nothing below its upper end: it is
+kept and printed as an upper bound only."""
 
 from __future__ import annotations
 
@@ -30,11 +32,15 @@ class Spread(BaseModel):
     cv: float | None = None
     """Coefficient of variation: sample standard deviation / mean."""
     low: float | None = None
+    """None with ``high`` set: the values bound the mean only from above (see the module)."""
     high: float | None = None
 
     def text(self, fmt: str = "{:.3g}") -> str:
-        if self.cv is None or self.low is None or self.high is None:
+        if self.cv is None or self.high is None:
             return f"{fmt.format(self.mean)} (n={self.n})"
+        if self.low is None:
+            return (f"{fmt.format(self.mean)} (95% CI: at most {fmt.format(self.high)}; "
+                    f"{self.n} values bound it only from above, CV {self.cv:.1%}, n={self.n})")
         return (f"{fmt.format(self.mean)} (95% CI {fmt.format(self.low)}-"
                 f"{fmt.format(self.high)}, CV {self.cv:.1%}, n={self.n})")
 
@@ -50,5 +56,8 @@ def spread(values: Sequence[float]) -> Spread | None:
         return Spread(n=n, mean=mean)
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
     half = t95(n - 1) * sd / math.sqrt(n)
-    return Spread(n=n, mean=mean, sd=sd, cv=sd / mean if mean else None, low=mean - half,
+    low: float | None = mean - half
+    if min(xs) >= 0 and mean - half < 0:
+        low = None
+    return Spread(n=n, mean=mean, sd=sd, cv=sd / mean if mean else None, low=low,
                   high=mean + half)

@@ -13,6 +13,7 @@ which stops the study) propagates.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tuner.loadgen import RequestRecord
@@ -31,15 +32,21 @@ def fresh_start(ctx: TrialContext, number: int, config: dict[str, Any], *, defau
 
 
 def measure_repeats(ctx: TrialContext, config: dict[str, Any], *, defaults: bool,
-                    repeats: int, tracker: Tracker) -> list[TrialResult]:
+                    repeats: int, tracker: Tracker, done: Sequence[TrialResult] = (),
+                    keep: Callable[[list[TrialResult]], None] | None = None
+                    ) -> list[TrialResult]:
     """``tune measure``: ``config`` (or the engine's defaults) on ``repeats`` fresh starts, one
-    after another, numbered from 0 and tagged ``measure-NNN``; each is told to ``tracker`` and
-    shown as it ends. The spread across them is the measurement's noise."""
-    results: list[TrialResult] = []
-    for rep in range(repeats):
+    after another, numbered from 0 and tagged ``measure-NNN``; each is told to ``tracker``,
+    shown as it ends and, with the starts before it, handed to ``keep``. The spread across
+    them is the measurement's noise. ``done``: starts an earlier run measured (a resumed
+    measurement), counted among the ``repeats`` and not started again."""
+    results = list(done)
+    for rep in range(len(results), repeats):
         ctx.progress.status("repeat", f"{rep + 1} of {repeats}")
         result = fresh_start(ctx, rep, config, defaults=defaults, tag=measure_tag(rep))
         results.append(result)
         tracker.log_trial(result)
         ctx.progress.note(result.line().replace("trial", "start", 1))
+        if keep is not None:
+            keep(results)
     return results

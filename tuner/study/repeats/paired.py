@@ -14,6 +14,7 @@ the degrees of freedom of the pairs alone.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,14 +41,18 @@ def interleaved(pairs: int) -> list[int]:
     return [side if k % 2 == 0 else 1 - side for k in range(pairs) for side in (0, 1)]
 
 
-def measure_pairs(ctx: TrialContext, a: Side, b: Side, *, pairs: int, tracker: Tracker
+def measure_pairs(ctx: TrialContext, a: Side, b: Side, *, pairs: int, tracker: Tracker,
+                  done: Sequence[TrialResult] = (),
+                  keep: Callable[[list[TrialResult]], None] | None = None
                   ) -> list[TrialResult]:
     """``pairs`` pairs of fresh starts of ``a`` and ``b``, interleaved, numbered from 0 and
-    tagged ``measure-NNN``; each is told to ``tracker`` and shown as it ends."""
-    results: list[TrialResult] = []
+    tagged ``measure-NNN``; each is told to ``tracker``, shown as it ends and, with the starts
+    before it, handed to ``keep``. ``done``: whole pairs an earlier run measured (a resumed
+    measurement), counted among the ``pairs`` and not started again."""
+    results = list(done)
     order = interleaved(pairs)
-    for i, which in enumerate(order):
-        side = (a, b)[which]
+    for i in range(len(results), len(order)):
+        side = (a, b)[order[i]]
         ctx.progress.status("repeat", f"start {i + 1} of {len(order)}: {side.name} "
                             f"(pair {i // 2 + 1})")
         result = fresh_start(ctx, i, side.config, defaults=side.defaults, tag=measure_tag(i))
@@ -55,6 +60,8 @@ def measure_pairs(ctx: TrialContext, a: Side, b: Side, *, pairs: int, tracker: T
         results.append(result)
         tracker.log_trial(result)
         ctx.progress.note(f"{side.name}: " + result.line().replace("trial", "start", 1))
+        if keep is not None:
+            keep(results)
     return results
 
 
