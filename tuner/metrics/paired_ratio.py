@@ -98,8 +98,9 @@ class RatioVerdict(BaseModel):
         if self.kind == "equivalent":
             return (f"{a} and {b} are within ±{r} of each other: {self.interval_text()}; "
                     f"neither beats the other by more than {r}")
-        return (f"unresolved: {a} against {b} {self.interval_text()} after {self.pairs} "
-                f"pairs, not decided at ±{r}; measure more pairs")
+        pairs = f"{self.pairs} pair" + ("s" if self.pairs != 1 else "")
+        return (f"unresolved: {a} against {b} {self.interval_text()} after {pairs}, not "
+                f"decided at ±{r}; measure more pairs")
 
 
 def decide(low: float, high: float, resolution: float) -> Kind:
