@@ -80,6 +80,8 @@ def looks_after(earlier: MeasureReport | None, repeats: int, paired: bool) -> in
     the plan on the way), else as many as it had."""
     if earlier is None:
         return 1
+    if earlier.planned is None and not earlier.complete:
+        return earlier.looks  # written before plans were kept: its plan is not known
     planned = earlier.planned if earlier.planned is not None else (
         len(earlier.repeats) // (2 if paired else 1))
     return earlier.looks + (1 if repeats > planned else 0)
