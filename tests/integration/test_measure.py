@@ -51,6 +51,7 @@ def test_measure_twice_agrees_within_its_intervals(gguf_model: Path, tmp_path: P
     report = json.loads((folder / "measure.json").read_text())
     assert report["complete"] is True
     assert report["resumed"] == 1
+    assert report["looks"] == 1  # the plan it went on with was the one it was stopped in
     assert report["repeats"][0] == kept["repeats"][0]
     assert "2 fresh starts; 1 of them measured before" in done.stdout
     starts = report["repeats"]

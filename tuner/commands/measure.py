@@ -17,7 +17,12 @@ from typing import Any
 
 from rich.console import Console
 
-from tuner.commands.measure_record import MeasureReport, earlier_measurement, starts_to_keep
+from tuner.commands.measure_record import (
+    MeasureReport,
+    earlier_measurement,
+    looks_after,
+    starts_to_keep,
+)
 from tuner.commands.named_config import check_config
 from tuner.commands.prepare import EngineFactory, Prepared, prepare, real_engines
 from tuner.core import EXIT_NO_GAIN, EXIT_UNRESOLVED, RESOLUTION, ConfigError, Settings
@@ -71,11 +76,13 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
     starts = repeats * (2 if against else 1)
     out = cfg.folder.measure
 
+    looks = looks_after(earlier, repeats, against is not None)
+
     def report_of(results: list[TrialResult], *, complete: bool) -> MeasureReport:
         report = measure_report(prep, cfg, a, against, results, repeats, resolution,
-                                wall_s=(earlier.wall_s if earlier else 0.0)
+                                looks=looks, wall_s=(earlier.wall_s if earlier else 0.0)
                                 + time.monotonic() - t0)
-        report.complete = complete
+        report.complete, report.planned, report.looks = complete, repeats, looks
         report.resumed = (earlier.resumed + 1) if earlier else 0
         return report
 
@@ -138,6 +145,10 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
         console.print(f"left out of the verdict: {why}", highlight=False)
     if report.verdict_line:
         console.print(report.verdict_line, highlight=False)
+    if against is not None and looks > 1:
+        console.print(f"(its interval shares the 95% level over {looks} looks: the verdicts "
+                      "read before this one, when the measurement was taken further)",
+                      highlight=False)
     if against is not None and (report.verdict is None or report.verdict.kind == "unresolved"):
         console.print(f"more pairs: the same command with --resume {cfg.run_dir} --repeats "
                       f"{2 * repeats} goes on from these", highlight=False)
@@ -148,12 +159,13 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
 
 def measure_report(prep: Prepared, cfg: StudyConfig, a: Side, against: Side | None,
                    results: list[TrialResult], repeats: int, resolution: float, *,
-                   wall_s: float) -> MeasureReport:
+                   looks: int = 1, wall_s: float) -> MeasureReport:
     """The report of the starts measured so far (all of them once the run ends)."""
     sides = ([a.name] * len(results) if against is None else
              [(a, against)[w].name for w in interleaved(repeats)][:len(results)])
     mine = [r for r, side in zip(results, sides, strict=True) if side == a.name]
-    paired = paired_outcome(results, resolution) if against is not None else None
+    paired = (paired_outcome(results, resolution, looks=looks) if against is not None
+              else None)
     bracketed = [r for r in mine if not r.capacity_bound]
     return MeasureReport(
         engine=prep.spec.name, engine_version=prep.engine_version, workload=str(cfg.workload),

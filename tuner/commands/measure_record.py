@@ -9,6 +9,10 @@ way and has the same CPU (:func:`tuner.host.cpu_identity`); anything else is one
 what differs (exit 2). ``--repeats`` is the total: raising it on a finished run measures more
 starts, or more pairs, of the same comparison.
 
+Reading a verdict and then measuring more is a look (docs/measuring.md): the resumed run's
+verdict shares its level over the looks, as a race's does, so adding pairs until the verdict
+resolves does not make a false one likelier than the interval says.
+
 A paired run goes on from its last whole pair: the lone start of a pair that the stop cut is
 measured again, so the two starts of every pair stay adjacent in time (the drift a pair
 cancels is the drift between its two starts).
@@ -63,6 +67,24 @@ class MeasureReport(BaseModel):
     """False while the run goes on (the file is written after every start)."""
     resumed: int = 0
     """How many times a later run went on from this measurement (``--resume``)."""
+    planned: int | None = None
+    """``--repeats`` as asked: starts, or pairs with ``--against``."""
+    looks: int = 1
+    """The verdicts read on the way to this one, the last included: a run that goes on from a
+    finished measurement, or asks for more than it planned, read one more."""
+
+
+def looks_after(earlier: MeasureReport | None, repeats: int, paired: bool) -> int:
+    """The looks of a run going on from ``earlier`` with ``repeats`` in all: one more when it
+    asks for more than the earlier run planned (which read the earlier verdict, or changed
+    the plan on the way), else as many as it had."""
+    if earlier is None:
+        return 1
+    if earlier.planned is None and not earlier.complete:
+        return earlier.looks  # written before plans were kept: its plan is not known
+    planned = earlier.planned if earlier.planned is not None else (
+        len(earlier.repeats) // (2 if paired else 1))
+    return earlier.looks + (1 if repeats > planned else 0)
 
 
 def earlier_measurement(folder: Path) -> tuple[MeasureReport, str | None]:

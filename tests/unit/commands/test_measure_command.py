@@ -112,7 +112,7 @@ def paired_cfg(tmp_path: Path, name: str) -> StudyConfig:
 
 def test_a_stopped_paired_measurement_goes_on_from_its_last_whole_pair(tmp_path: Path
                                                                        ) -> None:
-    from tuner.study.repeats import Side
+    from tuner.study.repeats import Side, paired_outcome
 
     settings = Settings(pin_cores=False, cache_dir=tmp_path / "cache")
     cfg = paired_cfg(tmp_path, "measure-resumed")
@@ -142,6 +142,14 @@ def test_a_stopped_paired_measurement_goes_on_from_its_last_whole_pair(tmp_path:
     assert report.resumed == 1
     assert report.verdict is not None
     assert report.verdict.pairs == 3
+    # 3 pairs where 2 were planned: a second look, which shares the interval's level
+    assert (report.planned, report.looks) == (3, 2)
+    once = paired_outcome(report.repeats, 0.05).verdict
+    assert once is not None
+    assert once.low is not None
+    assert report.verdict.low is not None
+    assert report.verdict.low < once.low
+    assert "shares the 95% level over 2 looks" in out.export_text().replace("\n", " ")
     written = json.loads(cfg.folder.measure.read_text())
     assert written["complete"] is True
     assert len(written["repeats"]) == 6
@@ -161,6 +169,7 @@ def test_resuming_a_finished_measurement_adds_starts_and_refuses_another_one(
     report = measure_command(cfg, settings, config={}, defaults=True, repeats=3, console=out,
                              progress_console=quiet, engine_factory=make, resume=True)
     assert [h.request.log_path.stem for h in LAUNCHERS[-1].started] == ["measure-002"]
+    assert (report.planned, report.looks) == (3, 2)
     assert len(report.repeats) == 3
     assert report.capacity is not None
     assert report.capacity.n == 3

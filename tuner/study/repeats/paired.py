@@ -76,8 +76,11 @@ def usable(r: TrialResult) -> bool:
     return r.feasible and not r.capacity_bound and r.cost_per_m_output_tokens is not None
 
 
-def paired_outcome(results: list[TrialResult], resolution: float) -> PairedOutcome:
-    """The verdict of the pairs of ``results`` (as :func:`measure_pairs` ordered them)."""
+def paired_outcome(results: list[TrialResult], resolution: float, *, looks: int = 1
+                   ) -> PairedOutcome:
+    """The verdict of the pairs of ``results`` (as :func:`measure_pairs` ordered them);
+    ``looks``: the verdicts read on the way to this one, the last included (the level is
+    shared over them, as a race's is)."""
     order = interleaved(len(results) // 2)
     logs: list[float] = []
     left_out: list[str] = []
@@ -101,7 +104,7 @@ def paired_outcome(results: list[TrialResult], resolution: float) -> PairedOutco
         return PairedOutcome(None, left_out)
     floor = results_floor(results)
     verdict = paired_verdict(logs, resolution, pooled=floored(pooled_spread(sides), floor),
-                             floor_sd=floor)
+                             floor_sd=floor, looks=looks)
     return PairedOutcome(verdict, left_out)
 
 
