@@ -1,6 +1,6 @@
 """`tune measure` on a real llama-server: two fresh starts of its defaults, each warmed up, each
 with a bracketed capacity, and the two agree within their brackets. The run is interrupted
-(SIGINT) after its first start and goes on with ``--resume``: measure.json held that start,
+(SIGTERM) after its first start and goes on with ``--resume``: measure.json held that start,
 marked incomplete, no engine was left behind, and the resumed run measured only the second.
 (llama-server starts in seconds where vLLM's CPU build takes 40-75 s a start; vLLM's fresh
 starts are measured the same way in tests/integration/test_compare.py.)"""
@@ -35,7 +35,9 @@ def test_measure_twice_agrees_within_its_intervals(gguf_model: Path, tmp_path: P
         time.sleep(0.5)
         found = list(tmp_path.glob("measure-llamacpp-workload-llamacpp-ci-*/measure.json"))
         kept = json.loads(found[0].read_text()) if found else {}
-    stopped.send_signal(signal.SIGINT)  # in the second start
+    # In the second start. SIGTERM, not SIGINT: a test run started in the background by a
+    # shell (`nohup ... &`) ignores SIGINT, and so does every process it starts.
+    stopped.send_signal(signal.SIGTERM)
     stopped.communicate(timeout=120)
     assert stopped.returncode == 130
     assert len(kept["repeats"]) == 1
