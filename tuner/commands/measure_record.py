@@ -70,8 +70,8 @@ class MeasureReport(BaseModel):
     planned: int | None = None
     """``--repeats`` as asked: starts, or pairs with ``--against``."""
     looks: int = 1
-    """The verdicts read on the way to this one, the last included: a run that goes on from a
-    finished measurement, or asks for more than it planned, read one more."""
+    """The verdicts read on the way to this one, the last included: a run that asks for more
+    than the one it goes on from planned has read one more (:func:`looks_after`)."""
 
 
 def looks_after(earlier: MeasureReport | None, repeats: int, paired: bool) -> int:
