@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +20,14 @@ from rich.console import Console
 
 from tuner.commands.measure_record import (
     MeasureReport,
+    check_machine,
     earlier_measurement,
     looks_after,
     starts_to_keep,
 )
 from tuner.commands.named_config import check_config
 from tuner.commands.prepare import EngineFactory, Prepared, prepare, real_engines
-from tuner.core import EXIT_NO_GAIN, EXIT_UNRESOLVED, RESOLUTION, ConfigError, Settings
+from tuner.core import EXIT_NO_GAIN, EXIT_UNRESOLVED, RESOLUTION, Settings
 from tuner.host import cpu_identity, running_on
 from tuner.launch import guarded
 from tuner.metrics import floored, pooled_spread, spread
@@ -55,36 +57,30 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
     ``resume``: go on from the measurement in ``cfg``'s folder (:mod:`measure_record`)."""
     t0 = time.monotonic()
     a = Side(name="defaults" if defaults else name, config=config, defaults=defaults)
+    sha, machine = workload_sha256(cfg.workload), cpu_identity()
     earlier, done = None, list[TrialResult]()
     if resume:
         earlier, earlier_model = earlier_measurement(cfg.run_dir)
         done = starts_to_keep(earlier, earlier_model, cfg.run_dir, engine=cfg.engine,
-                              model=cfg.model, workload=cfg.workload, a=a, b=against,
-                              repeats=repeats)
+                              model=cfg.model, workload=cfg.workload, workload_sha=sha, a=a,
+                              b=against, repeats=repeats)
     prep = prepare(cfg, settings, engine_factory)
     for knobs, flag in ((config, "--config"), (against.config if against else {}, "--against")):
         check_config(knobs, flag, prep.spec, prep.hardware, prep.model,
                      prep.workload.max_request_tokens())
-    here = (prep.hardware.describe(), cpu_identity())
-    for theirs, ours in zip((earlier.hardware, earlier.machine) if earlier else (), here,
-                            strict=False):
-        if theirs is not None and theirs != ours:
-            raise ConfigError(f"--resume {cfg.run_dir}: it was measured on {theirs}, this "
-                              f"host is {ours}; a measurement's starts are compared on one "
-                              "machine: give --out for a new one here")
+    if earlier is not None:
+        check_machine(earlier, cfg.run_dir, hardware=prep.hardware.describe(), machine=machine)
     prep.start_tracking()
     starts = repeats * (2 if against else 1)
     out = cfg.folder.measure
-
-    looks = looks_after(earlier, repeats, against is not None)
+    run = RunFacts(workload_sha256=sha, machine=machine, planned=repeats,
+                   looks=looks_after(earlier, repeats, against is not None),
+                   resumed=(earlier.resumed + 1) if earlier else 0)
 
     def report_of(results: list[TrialResult], *, complete: bool) -> MeasureReport:
-        report = measure_report(prep, cfg, a, against, results, repeats, resolution,
-                                looks=looks, wall_s=(earlier.wall_s if earlier else 0.0)
-                                + time.monotonic() - t0)
-        report.complete, report.planned, report.looks = complete, repeats, looks
-        report.resumed = (earlier.resumed + 1) if earlier else 0
-        return report
+        return measure_report(prep, cfg, a, against, results, resolution, run,
+                              complete=complete, wall_s=(earlier.wall_s if earlier else 0.0)
+                              + time.monotonic() - t0)
 
     def keep(results: list[TrialResult]) -> None:
         write_report(out, report_of(results, complete=False))
@@ -145,8 +141,8 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
         console.print(f"left out of the verdict: {why}", highlight=False)
     if report.verdict_line:
         console.print(report.verdict_line, highlight=False)
-    if against is not None and looks > 1:
-        console.print(f"(its interval shares the 95% level over {looks} looks: the verdicts "
+    if against is not None and run.looks > 1:
+        console.print(f"(its interval shares the 95% level over {run.looks} looks: the verdicts "
                       "read before this one, when the measurement was taken further)",
                       highlight=False)
     if against is not None and (report.verdict is None or report.verdict.kind == "unresolved"):
@@ -157,20 +153,32 @@ def measure_command(cfg: StudyConfig, settings: Settings, *, config: dict[str, A
     return report
 
 
+@dataclass(frozen=True)
+class RunFacts:
+    """What every report of one run says alike: the workload file's hash, the CPU, the plan
+    and the looks (:mod:`tuner.commands.measure_record`)."""
+
+    workload_sha256: str | None
+    machine: str
+    planned: int
+    looks: int
+    resumed: int
+
+
 def measure_report(prep: Prepared, cfg: StudyConfig, a: Side, against: Side | None,
-                   results: list[TrialResult], repeats: int, resolution: float, *,
-                   looks: int = 1, wall_s: float) -> MeasureReport:
+                   results: list[TrialResult], resolution: float, run: RunFacts, *,
+                   complete: bool, wall_s: float) -> MeasureReport:
     """The report of the starts measured so far (all of them once the run ends)."""
     sides = ([a.name] * len(results) if against is None else
-             [(a, against)[w].name for w in interleaved(repeats)][:len(results)])
+             [(a, against)[w].name for w in interleaved(run.planned)][:len(results)])
     mine = [r for r, side in zip(results, sides, strict=True) if side == a.name]
-    paired = (paired_outcome(results, resolution, looks=looks) if against is not None
+    paired = (paired_outcome(results, resolution, looks=run.looks) if against is not None
               else None)
     bracketed = [r for r in mine if not r.capacity_bound]
     return MeasureReport(
         engine=prep.spec.name, engine_version=prep.engine_version, workload=str(cfg.workload),
-        workload_sha256=workload_sha256(cfg.workload), model=cfg.model,
-        hardware=prep.hardware.describe(), machine=cpu_identity(),
+        workload_sha256=run.workload_sha256, model=cfg.model,
+        hardware=prep.hardware.describe(), machine=run.machine,
         config=mine[0].config if mine else a.config,
         defaults=a.defaults, repeats=results, sides=sides,
         capacity=spread([r.max_load for r in bracketed if r.max_load is not None]),
@@ -184,7 +192,8 @@ def measure_report(prep: Prepared, cfg: StudyConfig, a: Side, against: Side | No
         left_out=paired.left_out if paired else [],
         start_spread=floored(pooled_spread(capacities_by_side(results, sides)),
                              results_floor(results)),
-        wall_s=wall_s)
+        wall_s=wall_s, complete=complete, planned=run.planned, looks=run.looks,
+        resumed=run.resumed)
 
 
 def write_report(out: Path, report: MeasureReport) -> None:

@@ -30,7 +30,6 @@ from tuner.core import ConfigError
 from tuner.metrics import PooledSpread, RatioVerdict, Spread
 from tuner.study import RunFolder, TrialResult
 from tuner.study.repeats import Side
-from tuner.workload import workload_sha256
 
 
 class MeasureReport(BaseModel):
@@ -104,8 +103,8 @@ def earlier_measurement(folder: Path) -> tuple[MeasureReport, str | None]:
 
 
 def starts_to_keep(earlier: MeasureReport, earlier_model: str | None, folder: Path, *,
-                   engine: str, model: str, workload: Path, a: Side, b: Side | None,
-                   repeats: int) -> list[TrialResult]:
+                   engine: str, model: str, workload: Path, workload_sha: str | None,
+                   a: Side, b: Side | None, repeats: int) -> list[TrialResult]:
     """The earlier run's starts that this run counts (whole pairs, when paired), after
     checking that it measured what this run asks for."""
     def differs(what: str, theirs: object, ours: object) -> ConfigError:
@@ -117,12 +116,12 @@ def starts_to_keep(earlier: MeasureReport, earlier_model: str | None, folder: Pa
         raise differs("engine", earlier.engine, engine)
     if earlier_model is not None and _path(earlier_model) != _path(model):
         raise differs("model", earlier_model, model)
-    sha = workload_sha256(workload)
     if Path(earlier.workload).name != workload.name or (
-            earlier.workload_sha256 and sha and earlier.workload_sha256 != sha):
+            earlier.workload_sha256 and workload_sha
+            and earlier.workload_sha256 != workload_sha):
         raise differs("workload", f"{earlier.workload} (sha256 "
                       f"{(earlier.workload_sha256 or '?')[:12]})",
-                      f"{workload} (sha256 {(sha or '?')[:12]})")
+                      f"{workload} (sha256 {(workload_sha or '?')[:12]})")
     if earlier.defaults != a.defaults or (not a.defaults and earlier.config != a.config):
         raise differs("--config", _side(earlier.defaults, earlier.config), _side(
             a.defaults, a.config))
@@ -140,6 +139,16 @@ def starts_to_keep(earlier: MeasureReport, earlier_model: str | None, folder: Pa
                           f"{len(kept) // (2 if b else 1)} {unit}; give at least that many "
                           "(--repeats is the total, with those already measured)")
     return kept
+
+
+def check_machine(earlier: MeasureReport, folder: Path, *, hardware: str, machine: str
+                  ) -> None:
+    """That this host is the one the earlier run measured on (its description and CPU)."""
+    for theirs, ours in ((earlier.hardware, hardware), (earlier.machine, machine)):
+        if theirs is not None and theirs != ours:
+            raise ConfigError(f"--resume {folder}: it was measured on {theirs}, this host is "
+                              f"{ours}; a measurement's starts are compared on one machine: "
+                              "give --out for a new one here")
 
 
 def _path(model: str) -> str:
