@@ -1,7 +1,7 @@
 """Search spaces (``search_spaces/<engine>.yaml``): the knobs to tune, as data.
 
 Each knob has a type (int, float, bool, categorical) with its range or choices,
-optional log scale, the devices it applies to, per-device choices, and a
+optional log scale, the devices it applies to, per-device choices or low ends, and a
 condition (``when``: an expression over knobs sampled before it). The space
 adapts to the host (:meth:`SearchSpace.for_host`): knobs for other devices go,
 parallel sizes wider than a trial's share of the GPUs go, and tensor-parallel sizes
@@ -36,13 +36,19 @@ class IntKnob(_Knob):
     step: int = 1
     at_most: Literal["cpu_cores"] | None = Field(
         default=None, description="cap `high` at this fact of the host")
+    low_on: dict[Device, int] = Field(default_factory=dict, description=(
+        "`low` on these devices: vLLM's token budget reaches down to 32 on a CPU, whose slow "
+        "prefill needs small chunks, and starts at 256 on a GPU"))
 
     @model_validator(mode="after")
     def _range(self) -> IntKnob:
-        if self.low > self.high:
-            raise ValueError(f"`low <= high` must hold, but got low={self.low}, high={self.high}")
-        if self.log and self.low < 1:
-            raise ValueError("a log-scale knob needs low >= 1")
+        for where, low in [("low", self.low), *((f"low_on.{d}", v)
+                                                 for d, v in self.low_on.items())]:
+            if low > self.high:
+                raise ValueError(f"`{where} <= high` must hold, but got {where}={low}, "
+                                 f"high={self.high}")
+            if self.log and low < 1:
+                raise ValueError(f"a log-scale knob needs {where} >= 1")
         return self
 
     def suggest(self, trial: optuna.Trial, name: str) -> int:
@@ -122,6 +128,9 @@ class SearchSpace(StrictModel):
         for name, knob in self.knobs.items():
             if hw.device not in knob.devices:
                 continue
+            if isinstance(knob, IntKnob) and knob.low_on:
+                knob = knob.model_copy(update={"low": knob.low_on.get(hw.device, knob.low),
+                                               "low_on": {}})
             if isinstance(knob, IntKnob) and knob.at_most == "cpu_cores":
                 knob = knob.model_copy(update={"high": max(knob.low, min(knob.high,
                                                                          hw.engine_cores))})

@@ -22,7 +22,7 @@ def values_of(knob: Any) -> list[Any]:
         return [*knob.choices, *(v for vs in knob.choices_on.values() for v in vs)]
     if knob.type == "bool":
         return [False, True]
-    return [knob.low, knob.high]  # int and float
+    return [knob.low, knob.high, *getattr(knob, "low_on", {}).values()]  # int and float
 
 
 def cases() -> list[tuple[str, Mode, str, Any]]:

@@ -7,7 +7,7 @@ from tuner.engines.spec import load_engine_spec
 from tuner.host import Gpu, Hardware
 from tuner.launch import classify_log
 from tuner.loadgen import ServerCaps, request_body
-from tuner.study import CategoricalKnob, load_search_space
+from tuner.study import CategoricalKnob, SearchSpace, load_search_space
 from tuner.workload import PlannedRequest
 
 SPEC = load_engine_spec("vllm")
@@ -76,6 +76,27 @@ def test_space_adapts_to_the_host() -> None:
     assert "kv_cache_space_gib" not in gpu.knobs
 
 
+def test_token_budgets_and_prompt_caps_reach_small_chunks_on_cpu_only() -> None:
+    space = load_search_space("vllm")
+    cpu, gpu = space.for_host(CPU, MODEL), space.for_host(gpus(1), MODEL)
+    assert (cpu.knobs["max_batched_tokens"].low, gpu.knobs["max_batched_tokens"].low) == (
+        32, 256)  # type: ignore[union-attr]
+    cap = "long_prefill_token_threshold"
+    assert cpu.knobs[cap].choices == [0, 16, 32, 64, 128]  # type: ignore[union-attr]
+    assert gpu.knobs[cap].choices == [0, 256, 512, 1024, 2048]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("low_on", "message"), [
+    ({"cpu": 9000}, "low_on.cpu <= high` must hold"),
+    ({"cpu": 0}, "a log-scale knob needs low_on.cpu >= 1"),
+])
+def test_a_device_low_end_outside_the_range_is_refused(low_on: dict[str, int],
+                                                       message: str) -> None:
+    knob = {"type": "int", "low": 256, "high": 8192, "log": True, "low_on": low_on}
+    with pytest.raises(ValueError, match=message):
+        SearchSpace.model_validate({"engine": "vllm", "knobs": {"max_batched_tokens": knob}})
+
+
 def test_conditional_knob_is_sampled_only_when_its_condition_holds() -> None:
     space = load_search_space("vllm").for_host(CPU, MODEL)
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
@@ -112,7 +133,7 @@ def test_failures_are_classified_from_the_log(log: str, code: int, outcome: str)
 
 
 CPU_NGRAM = ["ngram-k2", "ngram-k4"]  # the n-gram proposer that runs on the CPU
-GPU_ONLY = ["memory_fraction", "data_parallel", "long_prefill_token_threshold", "stream_interval",
+GPU_ONLY = ["memory_fraction", "data_parallel", "stream_interval",
             "max_cudagraph_capture_size", "performance_mode", "speculative_decoding",
             "async_scheduling"]
 
@@ -120,8 +141,9 @@ GPU_ONLY = ["memory_fraction", "data_parallel", "long_prefill_token_threshold", 
 def test_the_cpu_space_has_the_cpu_knobs_and_none_of_the_gpu_ones() -> None:
     cpu = load_search_space("vllm").for_host(CPU, MODEL)
     assert list(cpu.knobs) == ["max_batch_size", "max_batched_tokens", "chunked_prefill",
-                               "prefix_caching", "kv_cache_dtype", "dtype", "kv_cache_space_gib",
-                               "compute_cores", "block_size", "tensor_parallel", "quantization",
+                               "long_prefill_token_threshold", "prefix_caching", "kv_cache_dtype",
+                               "dtype", "kv_cache_space_gib", "compute_cores", "block_size",
+                               "tensor_parallel", "quantization",
                                "eager", "optimization_level", "scheduling_policy"]
     assert cpu.knobs["quantization"].choices == ["none"]  # type: ignore[union-attr]
     gpu = load_search_space("vllm").for_host(gpus(8), MODEL)
