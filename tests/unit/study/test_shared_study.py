@@ -207,8 +207,12 @@ def test_a_trial_asked_past_the_budget_goes_back_untouched(tmp_path: Path,
 def test_a_worker_rebuilds_the_study_from_its_storage(tmp_path: Path,
                                                       make_ctx: MakeContext) -> None:
     db = tmp_path / "study.db"
+    # The enqueued configuration sets what the rules would otherwise reject in a random draw
+    # (chunking off below the model's context, fp8 KV on a host without AVX-512), so that it
+    # launches whatever the sampler draws for the rest.
+    first = {"max_batch_size": 32, "chunked_prefill": True, "kv_cache_dtype": "auto"}
     made = config(tmp_path, "a", db, trials=2, seed=7, sampler="random", time_budget_s=600,
-                  enqueue=[{"max_batch_size": 32}], remeasure_top=0)
+                  enqueue=[first], remeasure_top=0)
     run_search(made, make_ctx(), NullTracker(), StudyProgress())
     _, record = read_record("shared", made.storage_url)
     joined = config_from(record, name="shared", storage=made.storage_url,
@@ -217,7 +221,7 @@ def test_a_worker_rebuilds_the_study_from_its_storage(tmp_path: Path,
     assert joined.search_space is not None
     assert joined.search_space.is_file()
     assert (joined.engine, joined.trials, joined.seed, joined.sampler, joined.enqueue) == (
-        "vllm", 2, 7, "random", [{"max_batch_size": 32}])
+        "vllm", 2, 7, "random", [first])
     assert (joined.launcher, joined.parallel, joined.tracking_uri) == (
         "docker", 2, "http://mlflow.invalid")
     assert (joined.remeasure_top, joined.remeasure_repeats) == (0, 2)  # the study's
