@@ -43,10 +43,13 @@ def test_capacity_says_its_bracket_and_why_it_stopped(tiny_model: Path, tmp_path
             "before any load failed: the capacity may be higher") in out
     assert "│ load │ 16 req/s │" in " ".join(out.split())
     assert "sent │ 32 requests at 16 req/s" in out
-    # Engine metrics scraped often enough to see the run, small values with their digits.
+    # Engine metrics scraped over the step, small values with their digits. How many scrapes
+    # fall between the step's first and last depends on how fast this busy machine's server
+    # answers (each waits 50 times the last one's time): tests/unit/loadgen/test_scraper.py
+    # tests that rule against a server of known delay. Here: the first and the last at least.
     assert "KV-cache usage mean / max │ 0.01% / 0.01%" in out
     scrapes = int(out.split("engine metrics │ ")[1].split()[0])
-    assert scrapes >= 4  # a 2 s step: its first and last scrape, and more between
+    assert scrapes >= 2
 
 
 @pytest.mark.slow

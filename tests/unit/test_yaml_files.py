@@ -1,5 +1,6 @@
 """Every YAML file in the repository is validated by the model that reads it."""
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,22 @@ from tuner.study import load_search_space
 from tuner.workload import implausible, load_workload
 
 REPO = Path(__file__).resolve().parents[2]
-ALL_YAML = sorted(p for p in REPO.rglob("*.y*ml")  # not set-up's (.wheels: llama.cpp's source)
-                  if not {".venv", ".wheels"} & set(p.parts) and p.suffix in (".yaml", ".yml")
-                  and "tune-runs" not in p.parts and "run" not in p.parts)
+
+
+def _repository_yaml() -> list[Path]:
+    """The repository's YAML files: tracked or new, not those git ignores (what runs wrote:
+    studies' best_config.yaml, set-up's llama.cpp source). Without git, every file but those."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                                 "--exclude-standard", "*.yaml", "*.yml"], cwd=REPO,
+                                capture_output=True, check=True).stdout.decode()
+    except (OSError, subprocess.CalledProcessError):
+        return sorted(p for p in REPO.rglob("*.y*ml") if p.suffix in (".yaml", ".yml")
+                      and not {".venv", ".wheels", "tune-runs", "run"} & set(p.parts))
+    return sorted(REPO / name for name in listed.split("\0") if name and (REPO / name).exists())
+
+
+ALL_YAML = _repository_yaml()
 
 
 def kind(path: Path) -> str:
