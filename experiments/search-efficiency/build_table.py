@@ -116,8 +116,8 @@ def main() -> None:
     parser.add_argument("--anchor-every", type=int, default=8, metavar="N", help=(
         "measure the defaults again after every N configurations on a machine (the table's "
         "anchors: how far the machine drifted while the table was built), once after "
-        "the last configuration, and first when this machine's rows so far have none after "
-        "them (an earlier run stopped without its closing one)"))
+        "the last configuration, and first when this machine already has rows (a run "
+        "resumed sessions later is scaled by defaults measured in it, not across the gap)"))
     parser.add_argument("--until", default=None, metavar="HH:MM", help=(
         "UTC time by which to stop: no configuration is begun that, with the closing "
         "measurement of the defaults, would not end by then (judged by the longest row so "
@@ -193,8 +193,11 @@ def main() -> None:
 
     if todo and todo[0] is not None and not measured_here(True):
         anchor()  # a machine new to the table: its defaults first, to scale its rows by
-    elif todo and todo[0] is not None and args.anchor_every > 0 and since_defaults() > 0:
-        anchor()  # rows of an earlier run here had no defaults after them: close them now
+    elif todo and todo[0] is not None and args.anchor_every > 0 and measured_here(False):
+        # A run opens with the defaults: the machine may have changed since the last run
+        # (sessions apart), and this run's rows are scaled by the defaults measured in it, not
+        # by a line drawn across the gap. It also closes an earlier run's rows left without.
+        anchor()
     took: list[float] = []
     for i, config in enumerate(todo):
         if deadline is not None and time.time() + 2.2 * max(took, default=0.0) > deadline:
