@@ -80,10 +80,14 @@ def measure(engine: str, config: dict[str, Any] | None, workload: Path, model: s
     cmd = [sys.executable, "-m", "tuner", "measure", "--engine", engine, "--workload",
            str(workload), "--model", model, "--repeats", str(repeats), "--config", chosen,
            "--out", str(out)]
+    earlier = set(out.glob("*/measure.json"))  # a run of it stopped or redone before
     with (out / "output.txt").open("w") as log:
         subprocess.run(cmd, check=True, stdout=log, stderr=subprocess.STDOUT,
                        env={**os.environ, "COLUMNS": "100"})
-    found: dict[str, Any] = json.loads(next(out.glob("*/measure.json")).read_text())
+    written = sorted(set(out.glob("*/measure.json")) - earlier)
+    if len(written) != 1:
+        raise SystemExit(f"{out}: tune measure wrote {len(written)} measure.json, not one")
+    found: dict[str, Any] = json.loads(written[0].read_text())
     return found
 
 
