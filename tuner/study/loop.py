@@ -18,6 +18,7 @@ steps."""
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 import warnings
@@ -26,7 +27,7 @@ from typing import Any
 
 import optuna
 from optuna.exceptions import UpdateFinishedTrialError
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from tuner.host import write_atomic
 from tuner.metrics import money
@@ -42,6 +43,7 @@ from tuner.study.coordination import (
     beating,
     count,
     fail_stale,
+    from_queue,
     give_back,
     incumbent,
     ledger,
@@ -121,6 +123,8 @@ class _Search:
         self.beat_s = float(record.heartbeat_s)
         self.poll_s = min(self.beat_s, POLL_S)
         self.worker_id = worker_id()
+        self.gave_back = False
+        self.jitter = random.Random()  # seeded from the OS: a pause, not a result
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)  # a trial of this process ended
         self.stopping = threading.Event()
@@ -147,8 +151,17 @@ class _Search:
                 if not led.taken(self.trials) and (job := self._ask()) is not None:
                     return job
                 self.ctx.progress.status("trial", "waiting for the last running trials")
-                self.changed.wait(self.poll_s)
+                self.changed.wait(self._pause())
         return None
+
+    def _pause(self) -> float:
+        """How long to wait before looking at the storage again. After giving a trial back
+        the wait is drawn at random: two processes that both took a start past the budget both
+        give it back, and must not ask again in step."""
+        if not self.gave_back:
+            return self.poll_s
+        self.gave_back = False
+        return self.poll_s * self.jitter.uniform(0.25, 1.0)
 
     def stop(self) -> None:
         with self.lock:
@@ -160,10 +173,13 @@ class _Search:
             warnings.simplefilter("ignore", UserWarning)  # has none): see shared_study.beating
             trial = self.study.ask()
         trial.set_user_attr(WORKER, self.worker_id)
-        place = self._place(trial)
-        if place > self.trials:  # another process took the last start a moment before
-            give_back(self.study, trial)
+        trials = self.study.get_trials(deepcopy=False)
+        frozen = next(t for t in trials if t.number == trial.number)
+        if not count(trials).holds(self.trials, fresh=not from_queue(frozen)):
+            give_back(self.study, trial)  # another process took the last start at once
+            self.gave_back = True
             return None
+        place = self._place(trial, trials)
         is_default = bool(trial.user_attrs.get("defaults"))
         baseline = trial.user_attrs.get(BASELINE)
         if is_default:  # Optuna is told only the defaults that are points of the space
@@ -183,11 +199,12 @@ class _Search:
             + (f", your current configuration ({baseline})" if baseline else ""))
         return trial, config, is_default
 
-    def _place(self, trial: optuna.Trial) -> int:
-        """The start ``trial`` would be in the study's budget. Trial numbers are handed out in
-        order by the storage, so of several processes that asked at once, the one whose trial
-        would pass the budget counting the lower-numbered running trials gives it back."""
-        trials = self.study.get_trials(deepcopy=False)
+    def _place(self, trial: optuna.Trial, trials: list[FrozenTrial]) -> int:
+        """Where ``trial`` stands in the study's budget, for the progress line: the finished
+        starts and the lower-numbered running trials' before it. Not the test of the budget
+        (``Ledger.holds`` counts every running start): Optuna numbers a trial when it is made,
+        so a retry queued by one process may carry a lower number than a fresh trial another
+        process asked a moment later, and be taken after it."""
         before = [t for t in trials if t.state == TrialState.RUNNING and t.number < trial.number]
         return count(trials).launched + sum(map(starts_of, before)) + 1
 

@@ -37,6 +37,16 @@ def budget_taken(*, launched: int, running: int, trials: int) -> bool:
     return launched + running >= trials
 
 
+def budget_holds(*, launched: int, running: int, waiting: int, trials: int,
+                 fresh: bool) -> bool:
+    """A trial just taken (so among the running) keeps its start: the finished and running
+    starts are within the budget, all of them, whatever their trials' numbers (two processes
+    that take the last start at once both see the other, and both give it back rather than
+    both run). A fresh trial, one the sampler just drew, counts the queued trials too: a
+    configuration promised a start, or a lost trial's retry, goes before it."""
+    return launched + running + (waiting if fresh else 0) <= trials
+
+
 def challenges(*, intensify: bool, cost: float | None, incumbent: float | None) -> bool:
     """With intensification, a trial that met the SLOs at a cost below the incumbent's (or with
     no incumbent yet) is measured again on a fresh start before it can lead; the driver checks

@@ -204,6 +204,77 @@ def test_a_trial_asked_past_the_budget_goes_back_untouched(tmp_path: Path,
     assert queued[0].user_attrs["enqueued"] == {"max_batch_size": 32}
 
 
+LAUNCHES = {"max_batch_size": 32, "chunked_prefill": True, "kv_cache_dtype": "auto"}
+"""An enqueued configuration no rule rejects, whatever the sampler draws for the rest (see
+test_a_worker_rebuilds_the_study_from_its_storage)."""
+
+
+def test_a_queued_trial_taken_after_a_fresher_one_counts_it(tmp_path: Path,
+                                                             make_ctx: MakeContext,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """Optuna numbers a trial when it is made: the enqueued configuration here (a retry of a
+    lost trial when CI failed on test_a_killed_worker_loses_nothing) has a lower number than
+    the fresh trial another process runs, having asked it between this worker's look at the
+    budget and its ask. Counting only lower-numbered running trials, this worker ran the
+    queued one too, one start past the budget; it gives it back, and the budget holds."""
+    db = tmp_path / "study.db"
+    made = config(tmp_path, "a", db, trials=2, enqueue=[LAUNCHES])
+    study = open_shared(made, defaults(make_ctx())).study
+    study.tell(study.ask(), 1.0)  # the defaults, finished: one start left
+    other: list[threading.Timer] = []
+
+    def fresh_elsewhere(self: optuna.Study, *args: object, **kwargs: object) -> optuna.Trial:
+        if not other:  # another process asks a fresh trial first, then finishes it
+            made = study._storage.create_new_trial(study._study_id)
+            number = study._storage.get_trial(made).number
+            study._storage.set_trial_user_attr(made, WORKER, "elsewhere:1")
+            other.append(threading.Timer(1.0, lambda: study.tell(number, 2.0)))
+            other[0].start()
+        return ask(self, *args, **kwargs)
+
+    ask = optuna.Study.ask
+    monkeypatch.setattr(optuna.Study, "ask", fresh_elsewhere)
+    launcher = FakeLauncher()
+    run_search(made, make_ctx(launcher), NullTracker(), StudyProgress())
+    other[0].join()
+    assert ledger(study).launched == 2
+    assert not launcher.started  # the queued configuration went back, untouched
+    queued = study.get_trials(states=(TrialState.WAITING,))
+    assert [t.user_attrs["enqueued"] for t in queued] == [LAUNCHES]
+
+
+def test_a_fresh_trial_yields_its_start_to_a_retry_queued_as_it_was_asked(
+        tmp_path: Path, make_ctx: MakeContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process fails a dead worker's trial and queues its retry just after this
+    worker found the queue empty and before its fresh trial is counted: the fresh trial goes
+    back (the sampler draws again later), and the retry runs on the last start."""
+    db = tmp_path / "study.db"
+    made = config(tmp_path, "a", db, trials=2)
+    study = open_shared(made, defaults(make_ctx())).study
+    study.tell(study.ask(), 1.0)  # the defaults, finished: one start left
+    pop = optuna.Study._pop_waiting_trial_id
+    retried: list[bool] = []
+
+    def queued_meanwhile(self: optuna.Study) -> int | None:
+        if not retried:
+            retried.append(True)
+            study.enqueue_trial(LAUNCHES, user_attrs={"enqueued": LAUNCHES})
+            return None  # the queue this worker read was empty
+        return pop(self)
+
+    monkeypatch.setattr(optuna.Study, "_pop_waiting_trial_id", queued_meanwhile)
+    launcher = FakeLauncher()
+    run_search(made, make_ctx(launcher), NullTracker(), StudyProgress())
+    assert ledger(study).launched == 2
+    assert [s.request.config["max_batch_size"] for s in launcher.started] == [32]
+    excess = [t for t in study.get_trials(states=(TrialState.FAIL,))
+              if t.user_attrs.get("tuner.excess")]
+    assert len(excess) == 1
+    assert "fixed_params" not in excess[0].system_attrs  # the fresh one went back
+    assert not study.get_trials(states=(TrialState.WAITING, TrialState.RUNNING))
+
+
 def test_a_worker_rebuilds_the_study_from_its_storage(tmp_path: Path,
                                                       make_ctx: MakeContext) -> None:
     db = tmp_path / "study.db"

@@ -24,6 +24,7 @@ from tuner.study.coordination.shared_study import (
     claim,
     driver_url,
     fail_stale,
+    from_queue,
     give_back,
     read_record,
     return_to_queue,
@@ -39,9 +40,9 @@ from tuner.study.coordination.storage_outage import RetryingStorage, without_wai
 
 __all__ = [
     "BASELINE", "CachedStorage", "QueuedBaseline", "READY_ATTR", "READY_WAIT_S", "REJECTED",
-    "RESULT", "RetryingStorage", "STARTS", "StartTracking", "WORKER", "beating", "claim", "count",
-    "driver_url", "fail_stale", "give_back", "incumbent", "ledger", "open_shared", "read_record",
-    "rejected", "result_attr", "return_to_queue", "shown", "spend_line", "spend_of", "sqlite_file",
-    "starts_of", "storage_for", "stored_record", "stored_result", "study_spend", "take_queued",
-    "to_finish", "without_waiting", "worker_id",
+    "RESULT", "RetryingStorage", "STARTS", "StartTracking", "WORKER", "beating", "claim",
+    "count", "driver_url", "fail_stale", "from_queue", "give_back", "incumbent", "ledger",
+    "open_shared", "read_record", "rejected", "result_attr", "return_to_queue", "shown",
+    "spend_line", "spend_of", "sqlite_file", "starts_of", "storage_for", "stored_record",
+    "stored_result", "study_spend", "take_queued", "to_finish", "without_waiting", "worker_id",
 ]

@@ -16,7 +16,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.study.outcome import TrialResult
-from tuner.study.policy import budget_spent, budget_taken
+from tuner.study.policy import budget_holds, budget_spent, budget_taken
 
 STARTS = "tuner.starts"
 REJECTED = "tuner.rejected"
@@ -56,6 +56,11 @@ class Ledger:
     def taken(self, trials: int) -> bool:
         """Every start the budget allows is finished or running somewhere."""
         return budget_taken(launched=self.launched, running=self.running, trials=trials)
+
+    def holds(self, trials: int, *, fresh: bool) -> bool:
+        """A trial just taken keeps its start (see :func:`tuner.study.policy.budget_holds`)."""
+        return budget_holds(launched=self.launched, running=self.running,
+                            waiting=self.waiting, trials=trials, fresh=fresh)
 
 
 def ledger(study: optuna.Study) -> Ledger:

@@ -293,6 +293,14 @@ def return_to_queue(study: optuna.Study, trial: optuna.Trial) -> None:
     requeue(study, frozen)
 
 
+def from_queue(t: FrozenTrial) -> bool:
+    """The trial was queued, not drawn by the sampler: the defaults, an enqueued
+    configuration, the user's baseline, a retry of a lost or interrupted trial."""
+    return bool("fixed_params" in t.system_attrs or "failed_trial" in t.system_attrs
+                or t.user_attrs.get("defaults") or "enqueued" in t.user_attrs
+                or BASELINE in t.user_attrs)
+
+
 def give_back(study: optuna.Study, trial: optuna.Trial) -> None:
     """Return a trial asked past the budget (another process took the last start first): it
     is failed, marked ``tuner.excess``, and when it came from the queue (the defaults, an
@@ -300,10 +308,7 @@ def give_back(study: optuna.Study, trial: optuna.Trial) -> None:
     frozen = next(t for t in study.get_trials(deepcopy=False) if t.number == trial.number)
     trial.set_user_attr("tuner.excess", True)
     study.tell(trial, state=TrialState.FAIL)
-    queued = ("fixed_params" in frozen.system_attrs or "failed_trial" in frozen.system_attrs
-              or frozen.user_attrs.get("defaults") or "enqueued" in frozen.user_attrs
-              or BASELINE in frozen.user_attrs)
-    if queued:
+    if from_queue(frozen):
         study.add_trial(optuna.create_trial(
             state=TrialState.WAITING, params=frozen.params, distributions=frozen.distributions,
             user_attrs={k: v for k, v in frozen.user_attrs.items() if not k.startswith("tuner.")},
