@@ -213,11 +213,12 @@ def test_a_queued_trial_taken_after_a_fresher_one_counts_it(tmp_path: Path,
                                                              make_ctx: MakeContext,
                                                              monkeypatch: pytest.MonkeyPatch
                                                              ) -> None:
-    """Optuna numbers a trial when it is made: the enqueued configuration here (a retry of a
-    lost trial when CI failed on test_a_killed_worker_loses_nothing) has a lower number than
-    the fresh trial another process runs, having asked it between this worker's look at the
-    budget and its ask. Counting only lower-numbered running trials, this worker ran the
-    queued one too, one start past the budget; it gives it back, and the budget holds."""
+    """Optuna numbers a trial when it is made: the enqueued configuration here (as a lost
+    trial's retry may be) has a lower number than the fresh trial another process runs,
+    having asked it between this worker's look at the budget and its ask. Counting only
+    lower-numbered running trials, this worker ran the queued one too, one start past the
+    budget (the likely cause of CI's 6 trials of 5 in test_a_killed_worker_loses_nothing);
+    it gives it back, and the budget holds."""
     db = tmp_path / "study.db"
     made = config(tmp_path, "a", db, trials=2, enqueue=[LAUNCHES])
     study = open_shared(made, defaults(make_ctx())).study
