@@ -123,7 +123,6 @@ class _Search:
         self.beat_s = float(record.heartbeat_s)
         self.poll_s = min(self.beat_s, POLL_S)
         self.worker_id = worker_id()
-        self.gave_back = False
         self.jitter = random.Random()  # seeded from the OS: a pause, not a result
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)  # a trial of this process ended
@@ -148,20 +147,15 @@ class _Search:
                     return None
                 if self._money_spent():
                     return None
-                if not led.taken(self.trials) and (job := self._ask()) is not None:
+                asked = not led.taken(self.trials)
+                if asked and (job := self._ask()) is not None:
                     return job
                 self.ctx.progress.status("trial", "waiting for the last running trials")
-                self.changed.wait(self._pause())
+                # A trial asked and given back: two processes that took the last start at
+                # once both gave it back, and must not ask again in step.
+                self.changed.wait(self.poll_s * (self.jitter.uniform(0.25, 1.0) if asked
+                                                 else 1.0))
         return None
-
-    def _pause(self) -> float:
-        """How long to wait before looking at the storage again. After giving a trial back
-        the wait is drawn at random: two processes that both took a start past the budget both
-        give it back, and must not ask again in step."""
-        if not self.gave_back:
-            return self.poll_s
-        self.gave_back = False
-        return self.poll_s * self.jitter.uniform(0.25, 1.0)
 
     def stop(self) -> None:
         with self.lock:
@@ -175,11 +169,11 @@ class _Search:
         trial.set_user_attr(WORKER, self.worker_id)
         trials = self.study.get_trials(deepcopy=False)
         frozen = next(t for t in trials if t.number == trial.number)
-        if not count(trials).holds(self.trials, fresh=not from_queue(frozen)):
+        led = count(trials)
+        if not led.holds(self.trials, fresh=not from_queue(frozen)):
             give_back(self.study, trial)  # another process took the last start at once
-            self.gave_back = True
             return None
-        place = self._place(trial, trials)
+        place = self._place(trial, trials, led.launched)
         is_default = bool(trial.user_attrs.get("defaults"))
         baseline = trial.user_attrs.get(BASELINE)
         if is_default:  # Optuna is told only the defaults that are points of the space
@@ -199,14 +193,14 @@ class _Search:
             + (f", your current configuration ({baseline})" if baseline else ""))
         return trial, config, is_default
 
-    def _place(self, trial: optuna.Trial, trials: list[FrozenTrial]) -> int:
+    def _place(self, trial: optuna.Trial, trials: list[FrozenTrial], launched: int) -> int:
         """Where ``trial`` stands in the study's budget, for the progress line: the finished
         starts and the lower-numbered running trials' before it. Not the test of the budget
         (``Ledger.holds`` counts every running start): Optuna numbers a trial when it is made,
         so a retry queued by one process may carry a lower number than a fresh trial another
         process asked a moment later, and be taken after it."""
         before = [t for t in trials if t.state == TrialState.RUNNING and t.number < trial.number]
-        return count(trials).launched + sum(map(starts_of, before)) + 1
+        return launched + sum(map(starts_of, before)) + 1
 
     def worker(self, index: int) -> None:
         while (job := self._next()) is not None:
