@@ -127,7 +127,8 @@ def read_stored_study(name: str, url: str) -> StoredStudy:
         result = stored_result(t)
         if result is not None:
             trials.append(result)
-        elif t.state == TrialState.FAIL:
+        elif t.state == TrialState.FAIL and not t.user_attrs.get("tuner.excess"):
+            # (a trial given back past the budget never ran: not a lost one)
             lost.append(t.number)
             trials.append(_interrupted(t, retried_as.get(t.number)))
     return StoredStudy(name=name, url=url, record=record, trials=trials, lost=lost,
