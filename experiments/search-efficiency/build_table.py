@@ -15,7 +15,10 @@ measures the defaults first, then goes on with the configurations left; the repl
 each machine's rows by the defaults measured on it (``MeasuredTable.drift_corrected``).
 ``--until HH:MM`` (UTC) stops taking configurations when the next one and the closing
 measurement of the defaults would not end by then, and takes that closing measurement, so
-a session's rows have the defaults measured after them too.
+a session's rows have the defaults measured after them too. ``--state LABEL`` keys this run's
+rows as ``<CPU identity> [LABEL]``: the same CPU in a state its workload file no longer fits
+(its step 0 now far off the one the file was derived from), with a workload and defaults of
+its own, as a machine new to the table.
 """
 
 from __future__ import annotations
@@ -126,12 +129,15 @@ def main() -> None:
         "UTC time by which to stop: no configuration is begun that, with the closing "
         "measurement of the defaults, would not end by then (judged by the longest row so "
         "far; a time already past: only the closing measurement)"))
+    parser.add_argument("--state", default=None, metavar="LABEL", help=(
+        "key this run's rows as '<CPU identity> [LABEL]': this CPU in a state its workload "
+        "no longer fits, with its own --workload and defaults, as a machine new to the table"))
     args = parser.parse_args()
     grid = yaml.safe_load(args.grid.read_text())
     engine, knobs = grid["engine"], grid["knobs"]
     path = args.table or HERE / f"table-{engine}.json"
     run_dir = HERE / "run" / path.stem
-    here = cpu_identity()
+    here = cpu_identity() if args.state is None else f"{cpu_identity()} [{args.state}]"
     workload = args.workload or (args.grid.parent / grid.get("workload", "workload.yaml"))
     table = (MeasuredTable.load(path) if path.is_file() else MeasuredTable(
         engine=engine, knobs=knobs, rows=[], workload=str(workload),
