@@ -12,7 +12,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from pydantic import BaseModel
 
-from tuner.study.coordination import WORKER, ledger, rejected, starts_of, stored_result
+from tuner.study.coordination import EXCESS, WORKER, ledger, rejected, starts_of, stored_result
 from tuner.study.outcome import TrialResult
 from tuner.study.record import StudyRecord
 from tuner.study.repeats import RoundStatus
@@ -127,7 +127,7 @@ def study_status(name: str, study: optuna.Study, record: StudyRecord,
     return StudyStatus(
         study=name, engine=record.engine, model=record.model, workload=record.workload_name,
         trials=record.trials, launched=led.launched, running=running,
-        failed=sum(t.state == TrialState.FAIL and not t.user_attrs.get("tuner.excess")
+        failed=sum(t.state == TrialState.FAIL and not t.user_attrs.get(EXCESS)
                    for t in trials),
         rejected=led.rejected, waiting=led.waiting, outcomes=outcomes,
         best=feasible[0] if feasible else None, mean_trial_s=mean,

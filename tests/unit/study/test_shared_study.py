@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import optuna
 import pytest
-from optuna.trial import TrialState
+from optuna.storages import RetryHeartbeatStaleTrialCallback
+from optuna.trial import FrozenTrial, TrialState
 
 from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
 from tests.unit.study.conftest import SMOKE, MakeContext
@@ -24,7 +26,15 @@ from tuner.study import loop as study_module
 from tuner.study.config import StudyConfig
 from tuner.study.coordination import shared_study
 from tuner.study.coordination.joining import open_shared
-from tuner.study.coordination.ledger import WORKER, ledger, rejected
+from tuner.study.coordination.ledger import (
+    COPY_OF,
+    EXCESS,
+    OWED_S,
+    WORKER,
+    count,
+    ledger,
+    rejected,
+)
 from tuner.study.coordination.shared_study import (
     Heartbeat,
     claim,
@@ -274,6 +284,51 @@ def test_a_fresh_trial_yields_its_start_to_a_retry_queued_as_it_was_asked(
     assert len(excess) == 1
     assert "fixed_params" not in excess[0].system_attrs  # the fresh one went back
     assert not study.get_trials(states=(TrialState.WAITING, TrialState.RUNNING))
+
+
+def test_a_fresh_trial_yields_to_a_lost_trial_failed_but_not_yet_queued_again(
+        tmp_path: Path, make_ctx: MakeContext) -> None:
+    """Another process has failed a dead worker's trial (its heartbeat stopped) and queues
+    its retry a moment later, in a second write: a fresh trial counted between the two
+    counts the failed trial as queued and gives way, and the retry runs on the last start
+    (it used to be left in the queue, unrun, once the fresh trial had spent the budget)."""
+    db = tmp_path / "study.db"
+    made = config(tmp_path, "a", db, trials=2, enqueue=[LAUNCHES])
+    study = open_shared(made, defaults(make_ctx())).study
+    study.tell(study.ask(), 1.0)  # the defaults, finished: one start left
+    lost = study.ask()  # the enqueued configuration, on a worker that dies
+    lost.set_user_attr(WORKER, "elsewhere:1")
+    study.tell(lost, state=TrialState.FAIL)  # failed as stale; its retry is the next write
+    frozen = study.get_trials(deepcopy=False)[lost.number]
+    retry = threading.Timer(1.0, lambda: RetryHeartbeatStaleTrialCallback(max_retry=1)(
+        study, frozen))
+    retry.start()
+    launcher = FakeLauncher()
+    run_search(made, make_ctx(launcher), NullTracker(), StudyProgress())
+    retry.join()
+    assert ledger(study).launched == 2
+    assert [s.request.config["max_batch_size"] for s in launcher.started] == [32]
+    assert not study.get_trials(states=(TrialState.WAITING, TrialState.RUNNING))
+
+
+def test_a_failure_counts_as_queued_only_until_its_copy_is_or_for_a_minute() -> None:
+    """What ``count`` makes of failed trials: owed a copy while none is in the study, for
+    OWED_S at most; never a fresh trial given back, which is drawn again instead."""
+    def failed(number: int, **user_attrs: object) -> FrozenTrial:
+        made = optuna.create_trial(state=TrialState.FAIL, user_attrs=dict(user_attrs))
+        made.number = number
+        return made
+
+    lost, fresh, queued = failed(0), failed(1, **{EXCESS: True}), failed(
+        2, **{EXCESS: True, "tuner.requeued": True})
+    assert count([lost, fresh, queued]).waiting == 2
+    later = datetime.now() + timedelta(seconds=OWED_S + 1)
+    assert count([lost, fresh, queued], later).waiting == 0
+    retry = optuna.create_trial(state=TrialState.WAITING, system_attrs={
+        "failed_trial": 0, "retry_history": [0]})
+    copy = optuna.create_trial(state=TrialState.COMPLETE, value=1.0,
+                               system_attrs={COPY_OF: 2})
+    assert count([lost, fresh, queued, retry, copy]).waiting == 1  # the retry itself
 
 
 def test_a_worker_rebuilds_the_study_from_its_storage(tmp_path: Path,

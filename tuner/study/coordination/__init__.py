@@ -2,6 +2,7 @@
 
 from tuner.study.coordination.joining import StartTracking, open_shared
 from tuner.study.coordination.ledger import (
+    EXCESS,
     REJECTED,
     RESULT,
     STARTS,
@@ -39,10 +40,11 @@ from tuner.study.coordination.sqlite_file import sqlite_file
 from tuner.study.coordination.storage_outage import RetryingStorage, without_waiting
 
 __all__ = [
-    "BASELINE", "CachedStorage", "QueuedBaseline", "READY_ATTR", "READY_WAIT_S", "REJECTED",
-    "RESULT", "RetryingStorage", "STARTS", "StartTracking", "WORKER", "beating", "claim",
-    "count", "driver_url", "fail_stale", "from_queue", "give_back", "incumbent", "ledger",
-    "open_shared", "read_record", "rejected", "result_attr", "return_to_queue", "shown",
-    "spend_line", "spend_of", "sqlite_file", "starts_of", "storage_for", "stored_record",
-    "stored_result", "study_spend", "take_queued", "to_finish", "without_waiting", "worker_id",
+    "BASELINE", "CachedStorage", "EXCESS", "QueuedBaseline", "READY_ATTR", "READY_WAIT_S",
+    "REJECTED", "RESULT", "RetryingStorage", "STARTS", "StartTracking", "WORKER", "beating",
+    "claim", "count", "driver_url", "fail_stale", "from_queue", "give_back", "incumbent",
+    "ledger", "open_shared", "read_record", "rejected", "result_attr", "return_to_queue",
+    "shown", "spend_line", "spend_of", "sqlite_file", "starts_of", "storage_for",
+    "stored_record", "stored_result", "study_spend", "take_queued", "to_finish",
+    "without_waiting", "worker_id",
 ]

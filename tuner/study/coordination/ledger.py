@@ -5,11 +5,18 @@ What a trial stores about itself (its user attributes) is what the count reads:
 being measured again), ``tuner.rejected`` (a configuration that broke a rule and was never
 launched; these do not count toward ``--trials``), ``tuner.worker`` (who runs it),
 ``outcome`` and ``tuner.result`` (the trial's result, see :func:`stored_result`).
+
+A trial lost or given back is failed, and a copy of it queued, in two writes: Optuna's
+heartbeat callback (a dead worker's trial), ``return_to_queue`` (an interrupted one) and
+``give_back`` (a queued trial taken past the budget) each fail the trial first. Between the
+two, the failed trial counts as queued (:func:`owed`), so a fresh trial counted then still
+gives way to its copy.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 import optuna
@@ -22,6 +29,15 @@ STARTS = "tuner.starts"
 REJECTED = "tuner.rejected"
 WORKER = "tuner.worker"
 RESULT = "tuner.result"
+EXCESS = "tuner.excess"
+"""A trial given back past the budget; ``REQUEUED`` too when a copy of it went back to the queue."""
+REQUEUED = "tuner.requeued"
+COPY_OF = "tuner.copy_of"
+"""A system attribute of the copy ``give_back`` queues: the number of the trial it copies."""
+OWED_S = 60.0
+"""How long a failed trial counts as queued while no copy of it is in the study: the copy is
+the next write after the failure; a trial out of retries, or whose copy was never written (the
+storage failed in between), stops counting after this long."""
 
 
 def starts_of(t: FrozenTrial) -> int:
@@ -67,7 +83,24 @@ def ledger(study: optuna.Study) -> Ledger:
     return count(study.get_trials(deepcopy=False))
 
 
-def count(trials: list[FrozenTrial]) -> Ledger:
+def owed(trials: list[FrozenTrial], now: datetime | None = None) -> int:
+    """Trials failed within ``OWED_S`` of ``now`` whose copy is not yet in the study and
+    will be: lost or interrupted ones (Optuna's retry callback links its copy by
+    ``retry_history``), and queued ones given back past the budget (linked by ``COPY_OF``);
+    not a fresh trial given back, which the sampler draws again instead."""
+    copied = {number for t in trials
+              for number in (*t.system_attrs.get("retry_history", [])[-1:],
+                             *([t.system_attrs[COPY_OF]] if COPY_OF in t.system_attrs else []))}
+    since = (now or datetime.now()) - timedelta(seconds=OWED_S)
+    return sum(1 for t in trials
+               if t.state == TrialState.FAIL and t.number not in copied
+               and (not t.user_attrs.get(EXCESS) or t.user_attrs.get(REQUEUED))
+               and t.datetime_complete is not None and t.datetime_complete >= since)
+
+
+def count(trials: list[FrozenTrial], now: datetime | None = None) -> Ledger:
+    """The budget's standing in ``trials``; a trial failed but owed a place in the queue
+    (:func:`owed`) counts as queued."""
     launched = running = rejects = waiting = 0
     for t in trials:
         if t.state == TrialState.COMPLETE:
@@ -79,7 +112,8 @@ def count(trials: list[FrozenTrial]) -> Ledger:
             running += starts_of(t)
         elif t.state == TrialState.WAITING:
             waiting += 1
-    return Ledger(launched=launched, running=running, rejected=rejects, waiting=waiting)
+    return Ledger(launched=launched, running=running, rejected=rejects,
+                  waiting=waiting + owed(trials, now))
 
 
 def incumbent(study: optuna.Study) -> float | None:

@@ -37,6 +37,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from tuner.core import ConfigError, StudyError
+from tuner.study.coordination.ledger import COPY_OF, EXCESS, REQUEUED
 from tuner.study.coordination.optuna_internals import BaseHeartbeat, CachedStorage
 from tuner.study.coordination.sqlite_file import claims_lock, sqlite_file
 from tuner.study.coordination.storage_outage import GRACE_BEATS, RetryingStorage
@@ -306,13 +307,15 @@ def give_back(study: optuna.Study, trial: optuna.Trial) -> None:
     is failed, marked ``tuner.excess``, and when it came from the queue (the defaults, an
     enqueued configuration, a retry), a copy goes back to the queue untouched."""
     frozen = next(t for t in study.get_trials(deepcopy=False) if t.number == trial.number)
-    trial.set_user_attr("tuner.excess", True)
+    trial.set_user_attr(EXCESS, True)
+    if from_queue(frozen):
+        trial.set_user_attr(REQUEUED, True)  # counted as queued until its copy is (ledger.owed)
     study.tell(trial, state=TrialState.FAIL)
     if from_queue(frozen):
         study.add_trial(optuna.create_trial(
             state=TrialState.WAITING, params=frozen.params, distributions=frozen.distributions,
             user_attrs={k: v for k, v in frozen.user_attrs.items() if not k.startswith("tuner.")},
-            system_attrs=frozen.system_attrs))
+            system_attrs={**frozen.system_attrs, COPY_OF: frozen.number}))
 
 
 def read_record(name: str, url: str) -> tuple[optuna.Study, StudyRecord]:

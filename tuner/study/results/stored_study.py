@@ -25,7 +25,14 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from tuner.core import ConfigError
-from tuner.study.coordination import WORKER, driver_url, shown, sqlite_file, stored_result
+from tuner.study.coordination import (
+    EXCESS,
+    WORKER,
+    driver_url,
+    shown,
+    sqlite_file,
+    stored_result,
+)
 from tuner.study.outcome import TrialResult
 from tuner.study.record import RECORD_ATTR, StudyRecord, parse_record
 from tuner.study.results.pareto import TradeOff
@@ -127,7 +134,7 @@ def read_stored_study(name: str, url: str) -> StoredStudy:
         result = stored_result(t)
         if result is not None:
             trials.append(result)
-        elif t.state == TrialState.FAIL and not t.user_attrs.get("tuner.excess"):
+        elif t.state == TrialState.FAIL and not t.user_attrs.get(EXCESS):
             # (a trial given back past the budget never ran: not a lost one)
             lost.append(t.number)
             trials.append(_interrupted(t, retried_as.get(t.number)))
