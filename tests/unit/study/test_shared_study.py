@@ -13,7 +13,6 @@ from pathlib import Path
 
 import optuna
 import pytest
-from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, TrialState
 
 from tests.unit.fakes.launcher import FakeLauncher, FakeMeasurer
@@ -300,8 +299,7 @@ def test_a_fresh_trial_yields_to_a_lost_trial_failed_but_not_yet_queued_again(
     lost.set_user_attr(WORKER, "elsewhere:1")
     study.tell(lost, state=TrialState.FAIL)  # failed as stale; its retry is the next write
     frozen = study.get_trials(deepcopy=False)[lost.number]
-    retry = threading.Timer(1.0, lambda: RetryHeartbeatStaleTrialCallback(max_retry=1)(
-        study, frozen))
+    retry = threading.Timer(1.0, lambda: shared_study.requeue(study, frozen))
     retry.start()
     launcher = FakeLauncher()
     run_search(made, make_ctx(launcher), NullTracker(), StudyProgress())
