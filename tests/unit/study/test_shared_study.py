@@ -318,7 +318,7 @@ def test_a_failure_counts_as_queued_only_until_its_copy_is_or_for_a_minute() -> 
         return made
 
     lost, fresh, queued = failed(0), failed(1, **{EXCESS: True}), failed(
-        2, **{EXCESS: True, "tuner.requeued": True})
+        2, **{EXCESS: True, "enqueued": LAUNCHES})
     assert count([lost, fresh, queued]).waiting == 2
     later = datetime.now() + timedelta(seconds=OWED_S + 1)
     assert count([lost, fresh, queued], later).waiting == 0

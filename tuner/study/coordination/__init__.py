@@ -2,12 +2,14 @@
 
 from tuner.study.coordination.joining import StartTracking, open_shared
 from tuner.study.coordination.ledger import (
+    BASELINE,
     EXCESS,
     REJECTED,
     RESULT,
     STARTS,
     WORKER,
     count,
+    from_queue,
     incumbent,
     ledger,
     rejected,
@@ -17,7 +19,6 @@ from tuner.study.coordination.ledger import (
 )
 from tuner.study.coordination.optuna_internals import CachedStorage
 from tuner.study.coordination.shared_study import (
-    BASELINE,
     READY_ATTR,
     READY_WAIT_S,
     QueuedBaseline,
@@ -25,7 +26,6 @@ from tuner.study.coordination.shared_study import (
     claim,
     driver_url,
     fail_stale,
-    from_queue,
     give_back,
     read_record,
     return_to_queue,

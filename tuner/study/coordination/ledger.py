@@ -30,14 +30,24 @@ REJECTED = "tuner.rejected"
 WORKER = "tuner.worker"
 RESULT = "tuner.result"
 EXCESS = "tuner.excess"
-"""A trial given back past the budget; ``REQUEUED`` too when a copy of it went back to the queue."""
-REQUEUED = "tuner.requeued"
+"""A trial given back past the budget (a copy of it is queued when it came from the queue)."""
+BASELINE = "baseline"
+"""A trial's user attribute: the name of the user's current configuration it measures (its
+knobs are the study's record's, ``baseline.knobs``)."""
 COPY_OF = "tuner.copy_of"
 """A system attribute of the copy ``give_back`` queues: the number of the trial it copies."""
 OWED_S = 60.0
 """How long a failed trial counts as queued while no copy of it is in the study: the copy is
 the next write after the failure; a trial out of retries, or whose copy was never written (the
 storage failed in between), stops counting after this long."""
+
+
+def from_queue(t: FrozenTrial) -> bool:
+    """The trial was queued, not drawn by the sampler: the defaults, an enqueued
+    configuration, the user's baseline, a retry of a lost or interrupted trial."""
+    return bool("fixed_params" in t.system_attrs or "failed_trial" in t.system_attrs
+                or t.user_attrs.get("defaults") or "enqueued" in t.user_attrs
+                or BASELINE in t.user_attrs)
 
 
 def starts_of(t: FrozenTrial) -> int:
@@ -94,7 +104,7 @@ def owed(trials: list[FrozenTrial], now: datetime | None = None) -> int:
     since = (now or datetime.now()) - timedelta(seconds=OWED_S)
     return sum(1 for t in trials
                if t.state == TrialState.FAIL and t.number not in copied
-               and (not t.user_attrs.get(EXCESS) or t.user_attrs.get(REQUEUED))
+               and (not t.user_attrs.get(EXCESS) or from_queue(t))
                and t.datetime_complete is not None and t.datetime_complete >= since)
 
 

@@ -37,7 +37,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from tuner.core import ConfigError, StudyError
-from tuner.study.coordination.ledger import COPY_OF, EXCESS, REQUEUED
+from tuner.study.coordination.ledger import BASELINE, COPY_OF, EXCESS, from_queue
 from tuner.study.coordination.optuna_internals import BaseHeartbeat, CachedStorage
 from tuner.study.coordination.sqlite_file import claims_lock, sqlite_file
 from tuner.study.coordination.storage_outage import GRACE_BEATS, RetryingStorage
@@ -127,11 +127,6 @@ def claim(name: str, storage: BaseStorage, sampler: str, seed: int, trials: int,
                           "tune --engine ... --storage URL (or check the name)") from None
     except Exception as exc:
         raise StudyError(f"cannot load study {name!r}: {exc}") from exc
-
-
-BASELINE = "baseline"
-"""A trial's user attribute: the name of the user's current configuration it measures (its
-knobs are the study's record's, ``baseline.knobs``)."""
 
 
 @dataclass(frozen=True)
@@ -294,22 +289,12 @@ def return_to_queue(study: optuna.Study, trial: optuna.Trial) -> None:
     requeue(study, frozen)
 
 
-def from_queue(t: FrozenTrial) -> bool:
-    """The trial was queued, not drawn by the sampler: the defaults, an enqueued
-    configuration, the user's baseline, a retry of a lost or interrupted trial."""
-    return bool("fixed_params" in t.system_attrs or "failed_trial" in t.system_attrs
-                or t.user_attrs.get("defaults") or "enqueued" in t.user_attrs
-                or BASELINE in t.user_attrs)
-
-
 def give_back(study: optuna.Study, trial: optuna.Trial) -> None:
     """Return a trial asked past the budget (another process took the last start first): it
     is failed, marked ``tuner.excess``, and when it came from the queue (the defaults, an
     enqueued configuration, a retry), a copy goes back to the queue untouched."""
     frozen = next(t for t in study.get_trials(deepcopy=False) if t.number == trial.number)
     trial.set_user_attr(EXCESS, True)
-    if from_queue(frozen):
-        trial.set_user_attr(REQUEUED, True)  # counted as queued until its copy is (ledger.owed)
     study.tell(trial, state=TrialState.FAIL)
     if from_queue(frozen):
         study.add_trial(optuna.create_trial(
