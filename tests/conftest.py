@@ -37,12 +37,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+from filelock import FileLock
 from tokenizers import Tokenizer
 
 from tuner.core import Settings
@@ -82,6 +84,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # here. Child processes inherit it, unused.
     if config.option.basetemp is None and (root := ram_temp_root()) is not None:
         os.environ["PYTEST_DEBUG_TEMPROOT"] = str(root)
+    # The session's own processes (xdist's workers, every `tune` a test starts) keep the
+    # bytecode they compile, in __pycache__ (ignored by git), even where the environment says
+    # not to (PYTHONDONTWRITEBYTECODE, set on the machines this project runs on): else each of
+    # them compiles the tuner (and each worker the test modules) from source again: 0.2-0.3 s
+    # a `tune` process, 4 s a worker's collection (experiments/test-speed/README.md).
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
 
 
 def unit_of_work(nodeid: str) -> str:
@@ -157,11 +166,21 @@ def tiny_tokenizer(tuner_cache: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_model(tuner_cache: Path, tiny_tokenizer: Path) -> Path:
+def tiny_model(tuner_cache: Path, tiny_tokenizer: Path,
+               tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny Llama, made where `tune make-model` would put it in the session's cache,
-    so the tuner also finds it by name (a few seconds, once per session)."""
+    so the tuner also finds it by name (a few seconds, once per session). Under xdist it is
+    made once for all workers (transformers' import alone takes 5-13 s on 2 cores), in the
+    run's shared temporary folder, and each worker's cache links to it."""
     models = Settings().models_dir
     assert models == tuner_cache / "models"
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "shared-models"
+        shared.mkdir(exist_ok=True)
+        with FileLock(shared / f"{SERVED_NAME}.lock"):
+            make_model(shared / SERVED_NAME)
+        models.mkdir(parents=True, exist_ok=True)
+        (models / SERVED_NAME).symlink_to(shared / SERVED_NAME, target_is_directory=True)
     made = make_model(models / SERVED_NAME)
     assert (made / "tokenizer.json").read_bytes() == \
         (tiny_tokenizer / "tokenizer.json").read_bytes(), "tiny_tokenizer is not the model's"

