@@ -23,7 +23,7 @@ from tuner.loadgen.client import ServerCaps, StreamClient
 from tuner.loadgen.progress import NULL_PROGRESS, Progress, RunProgress
 from tuner.loadgen.records import RequestRecord
 from tuner.loadgen.route import DIRECT, Route
-from tuner.loadgen.saturation import LoopLag, p99, saturation
+from tuner.loadgen.saturation import LoopLag, saturation
 from tuner.loadgen.schedule import sleep_until
 from tuner.loadgen.scraper import MetricsScraper, ServerMetrics
 from tuner.loadgen.workers import ClientSpec, WorkerPool, workers_for
@@ -186,8 +186,8 @@ class Runner:
         finally:
             shown.finished()
         open_loop = not isinstance(arrival, ConcurrencyArrivals)
-        send_lag = p99([(r.sent_ns - r.scheduled_ns) / 1e6 for r in records if r.sent_ns]
-                       ) if open_loop else None
+        send_lags = [(r.sent_ns - r.scheduled_ns) / 1e6 for r in records if r.sent_ns
+                     ] if open_loop else None
         loop_lag, busiest, cores = lag.p99(), cpu, len(os.sched_getaffinity(0))
         if sharded is not None and wall and sharded.last:
             # Each worker is one thread on one core: the busiest one, and the latest loop.
@@ -196,7 +196,7 @@ class Runner:
             cpu = (cpu or 0.0) + sum(st.cpu_s for st in sharded.last) / (wall / 1e9)
             loop_lag = max((st.loop_lag_p99_ms for st in sharded.last
                             if st.loop_lag_p99_ms is not None), default=None)
-        saturated = saturation(busiest, cores, loop_lag, send_lag)
+        saturated = saturation(busiest, cores, loop_lag, send_lags)
         sent = sorted(records, key=lambda r: r.sent_ns)  # records join the run when sent
         own_share = await asyncio.to_thread(own_prefix_share, [
             prompts[r.index] if r.index in prompts else self.factory.make(r.index, epoch).prompt
