@@ -1,4 +1,4 @@
-"""Shared fixtures: a cache of the test session's own, and the tiny model made in it. Two
+"""Shared fixtures: a cache of the test session's own, and the tiny model made in it. Three
 session-wide settings:
 
 - The temporary folders go on a RAM file system (``/dev/shm``) when there is one with room, as
@@ -30,6 +30,8 @@ session-wide settings:
   (SCHED_IDLE) once the integration tests begin, it takes only the CPU they leave; the
   integration modules that measure engines or need llama.cpp go last and wait for it
   (``machine_to_itself``).
+- The session's own processes write the bytecode they compile, where the environment says not
+  to (``PYTHONDONTWRITEBYTECODE``): see ``pytest_configure``.
 """
 
 from __future__ import annotations
