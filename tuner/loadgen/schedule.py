@@ -11,12 +11,13 @@ from tuner.workload import NS
 PREWAKE_NS = 20_000_000
 """How long before a send the client wakes once first, when the send is due later than that.
 
-A process that slept for seconds wakes late: on a 2-core KVM guest (Intel Xeon family 6 model
-167, haltpoll idle driver) a timerfd 3.3 s ahead fired 2.6-3.8 ms late at the median and up to
-16 ms, 1 s ahead 1.2 ms (p90 3.2), 0.1 s ahead 0.4 ms, 20 ms ahead 0.3 ms
-(experiments/benchmarks/idle_wake.py). So at low load, where the client waits seconds
-between sends with nothing in flight, sends went 3-12 ms late (8 of 58 past 5 ms at 0.3
-req/s). Woken 20 ms early, the last wait is a short one: 0.27 ms at the median, 0.62 at most."""
+A process that slept for seconds wakes late, by the machine's own wake-up latency: on a 2-core
+KVM guest (Intel Xeon family 6 model 167, haltpoll idle driver) waits of 3.3 s returned p99
+8.8 ms late (1 s: 3.3 ms; 0.1 s: 1.2 ms; experiments/benchmarks/idle_wake-f6m167.txt). At low
+load the client waits seconds between sends with nothing in flight: at 0.3 req/s 12 of 58
+sends went 5.8-12.2 ms late, and the run was called saturated with the client at 0.03 cores.
+Woken 20 ms early, the last wait is a short one's: p99 0.6 ms at every gap, and 0 of 58 sends
+past 5 ms when that step ran again (experiments/headroom/demo/README.md)."""
 
 
 async def sleep_until(target_ns: int) -> None:
