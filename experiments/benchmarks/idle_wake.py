@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from tuner.host import cpu_identity, realtime_allowed, running_on
-from tuner.loadgen import event_loop, schedule
+from tuner.loadgen import PREWAKE_NS, run_loop, sleep_until
 
 ROOT = Path(__file__).resolve().parents[2]
 GAPS = ((0.02, 100), (0.1, 40), (1.0, 30), (3.3, 20))
@@ -35,13 +35,13 @@ GAPS = ((0.02, 100), (0.1, 40), (1.0, 30), (3.3, 20))
 OFF = 10**18
 
 
-async def lateness_ms(gap_s: float, sends: int, seed: int) -> list[float]:
+async def lateness_ms(gap_s: float, sends: int, seed: int, prewake_ns: int) -> list[float]:
     rng = random.Random(seed)
     late = []
     t = time.perf_counter_ns()
     for _ in range(sends):
         t += int(rng.expovariate(1 / gap_s) * 1e9)
-        await schedule.sleep_until(t)
+        await sleep_until(t, prewake_ns=prewake_ns)
         late.append((time.perf_counter_ns() - t) / 1e6)
     return late
 
@@ -54,19 +54,17 @@ def main() -> None:
                           capture_output=True).stdout.strip()
     print(f"machine: {cpu_identity()}; python {sys.version.split()[0]}; commit {head}; "
           f"idle driver {_read('/sys/devices/system/cpu/cpuidle/current_driver')}; "
-          f"real-time {realtime_allowed()}; PREWAKE_NS {schedule.PREWAKE_NS}")
-    prewake = schedule.PREWAKE_NS
+          f"real-time {realtime_allowed()}; PREWAKE_NS {PREWAKE_NS}")
     order = [v for r in range(args.rounds) for v in ("prewake", "direct", "direct", "prewake")]
     got: dict[tuple[str, float], list[float]] = {}
     with running_on([1], realtime=realtime_allowed()):
         for i, variant in enumerate(order):
-            schedule.PREWAKE_NS = prewake if variant == "prewake" else OFF
+            prewake = PREWAKE_NS if variant == "prewake" else OFF
             for gap, sends in GAPS:
-                late = event_loop.run(lateness_ms(gap, sends, seed=i * 100 + sends))
+                late = run_loop(lateness_ms(gap, sends, i * 100 + sends, prewake))
                 got.setdefault((variant, gap), []).extend(late)
                 print(f"  {variant:8} gap {gap:>4} s: p50 {np.percentile(late, 50):6.2f}  "
                       f"max {max(late):6.2f} ms", flush=True)
-    schedule.PREWAKE_NS = prewake
     print(f"\nall rounds ({' '.join(order)}), lateness of each send in ms:")
     print(f"{'variant':9}{'mean gap s':>11}{'sends':>7}{'p50':>8}{'p90':>8}{'p99':>8}{'max':>8}"
           f"{'> 5 ms':>8}")

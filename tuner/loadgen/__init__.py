@@ -8,12 +8,14 @@ from tuner.loadgen.progress import NULL_PROGRESS, NullProgress, Progress, RunPro
 from tuner.loadgen.records import RequestRecord, read_records_csv, write_records_csv
 from tuner.loadgen.route import DIRECT, Route, redact, route_for
 from tuner.loadgen.runner import MAX_POOL, Runner, RunOutcome, StopCheck
+from tuner.loadgen.schedule import PREWAKE_NS, sleep_until
 from tuner.loadgen.scraper import COUNTERS, GAUGES, ServerMetrics, wait_idle
 
 __all__ = [
     "Api", "COUNTERS", "ChunkSpill", "DIRECT", "GAUGES", "MAX_POOL", "NULL_PROGRESS",
-    "NullProgress", "Progress", "Reading", "RequestRecord", "Route", "RunOutcome", "RunProgress",
-    "Runner", "ServerCaps", "ServerMetrics", "StopCheck", "StreamClient", "check_serves",
-    "normalise_endpoint", "probe_endpoint", "read_records_csv", "redact", "request_body",
-    "route_for", "run_loop", "wait_idle", "write_records_csv",
+    "NullProgress", "PREWAKE_NS", "Progress", "Reading", "RequestRecord", "Route",
+    "RunOutcome", "RunProgress", "Runner", "ServerCaps", "ServerMetrics", "StopCheck",
+    "StreamClient", "check_serves", "normalise_endpoint", "probe_endpoint", "read_records_csv",
+    "redact", "request_body", "route_for", "run_loop", "sleep_until", "wait_idle",
+    "write_records_csv",
 ]

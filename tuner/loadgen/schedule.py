@@ -20,7 +20,7 @@ Woken 20 ms early, the last wait is a short one's: p99 0.6 ms at every gap, and 
 past 5 ms when that step ran again (experiments/headroom/demo/README.md)."""
 
 
-async def sleep_until(target_ns: int) -> None:
+async def sleep_until(target_ns: int, *, prewake_ns: int = PREWAKE_NS) -> None:
     """Sleep until ``target_ns`` on the perf_counter clock, never early, on the loop.
 
     The loop's timers may fire up to a millisecond or more before their time (uvloop rounds
@@ -33,10 +33,10 @@ async def sleep_until(target_ns: int) -> None:
     (measured in experiments/benchmarks/harness_fidelity.py). Where Linux has a timerfd the
     wait is on it (tuner/loadgen/precise_timer.py), to the nanosecond rather than the loop
     timers' millisecond; the loop's timers then only guard against an early return. A wait
-    longer than PREWAKE_NS wakes once PREWAKE_NS before its time, so the last wake is a
-    short sleep's, not a long one's."""
-    if target_ns - time.perf_counter_ns() > PREWAKE_NS:
-        await wait_until(target_ns - PREWAKE_NS)
+    longer than ``prewake_ns`` wakes once ``prewake_ns`` before its time, so the last wake is
+    a short sleep's, not a long one's."""
+    if target_ns - time.perf_counter_ns() > prewake_ns:
+        await wait_until(target_ns - prewake_ns)
     await wait_until(target_ns)
     # a deadline, not a condition another task sets: nothing to wait on but the clock
     while (delay := (target_ns - time.perf_counter_ns()) / NS) > 0:  # noqa: ASYNC110
