@@ -8,10 +8,12 @@ client), for sends a random (exponential) gap apart, the gap's mean from 20 ms t
 low-load steps' 0.3 req/s), each send's lateness = when the wait returned minus its time.
 
 Two variants, interleaved A B B A in one run: ``prewake`` (what the client does: a wait
-longer than PREWAKE_NS wakes once PREWAKE_NS early first) and ``direct`` (one wait on the
-deadline, what it did before). Nothing else should run on the machine meanwhile.
+longer than PREWAKE_AFTER_NS wakes once PREWAKE_NS early first; until 2026-12-08 02:20 UTC
+any wait longer than PREWAKE_NS did, as in idle_wake-f6m167.txt's lateness table) and
+``direct`` (one wait on the deadline, what it did before). Nothing else should run on the machine meanwhile.
 
 Run: PYTHONPATH=. .venv/bin/python experiments/benchmarks/idle_wake.py   (~14 minutes)
+     ... idle_wake.py --cpu: what the early wake costs in CPU instead (~2 minutes)
 Output kept in idle_wake-<machine>.txt next to this file.
 """
 
@@ -35,6 +37,16 @@ GAPS = ((0.02, 100), (0.1, 40), (1.0, 30), (3.3, 20))
 OFF = 10**18
 
 
+async def cpu_us_per_send(gap_s: float, sends: int, prewake_ns: int) -> float:
+    """This process's CPU (user + system) per send, sends ``gap_s`` apart (constant)."""
+    t = time.perf_counter_ns()
+    cpu0 = time.process_time()
+    for _ in range(sends):
+        t += int(gap_s * 1e9)
+        await sleep_until(t, prewake_ns=prewake_ns)
+    return (time.process_time() - cpu0) / sends * 1e6
+
+
 async def lateness_ms(gap_s: float, sends: int, seed: int, prewake_ns: int) -> list[float]:
     rng = random.Random(seed)
     late = []
@@ -49,6 +61,9 @@ async def lateness_ms(gap_s: float, sends: int, seed: int, prewake_ns: int) -> l
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=2, help="A B B A pairs (default 2)")
+    parser.add_argument("--cpu", action="store_true", help=(
+        "instead: the CPU each send's wait costs, 400 sends 50 ms apart (20 req/s, the rate "
+        "of client_cost.py) a variant, A B B A (~2 minutes)"))
     args = parser.parse_args()
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                           capture_output=True).stdout.strip()
@@ -56,6 +71,18 @@ def main() -> None:
           f"idle driver {_read('/sys/devices/system/cpu/cpuidle/current_driver')}; "
           f"real-time {realtime_allowed()}; PREWAKE_NS {PREWAKE_NS}")
     order = [v for r in range(args.rounds) for v in ("prewake", "direct", "direct", "prewake")]
+    if args.cpu:
+        costs: dict[str, list[float]] = {"prewake": [], "direct": []}
+        with running_on([1], realtime=realtime_allowed()):
+            for variant in order:
+                prewake = PREWAKE_NS if variant == "prewake" else OFF
+                costs[variant].append(run_loop(cpu_us_per_send(0.05, 400, prewake)))
+                print(f"  {variant:8} {costs[variant][-1]:7.1f} us of CPU a send", flush=True)
+        extra = np.mean(costs["prewake"]) - np.mean(costs["direct"])
+        print(f"\nCPU a send, 50 ms apart: direct {np.mean(costs['direct']):.1f} us, prewake "
+              f"{np.mean(costs['prewake']):.1f} us; the pre-wake's extra {extra:.1f} us, "
+              f"{extra / 128 / 1000:.5f} ms a token at 128 tokens a request")
+        return
     got: dict[tuple[str, float], list[float]] = {}
     with running_on([1], realtime=realtime_allowed()):
         for i, variant in enumerate(order):

@@ -18,6 +18,10 @@ load the client waits seconds between sends with nothing in flight: at 0.3 req/s
 sends went 5.8-12.2 ms late, and the run was called saturated with the client at 0.03 cores.
 Woken 20 ms early, the last wait is a short one's: p99 0.6 ms at every gap, and 0 of 58 sends
 past 5 ms when that step ran again (experiments/headroom/demo/README.md)."""
+PREWAKE_AFTER_NS = 100_000_000
+"""Waits up to this long are not woken early: the early wake costs CPU (156 us a send on that
+guest, 50 ms apart: ``idle_wake.py --cpu``, 3-4% of the client's CPU per token at 20 req/s
+of 128 tokens), and a wait this short wakes on time (0.1 s apart: p99 1.2 ms)."""
 
 
 async def sleep_until(target_ns: int, *, prewake_ns: int = PREWAKE_NS) -> None:
@@ -33,9 +37,9 @@ async def sleep_until(target_ns: int, *, prewake_ns: int = PREWAKE_NS) -> None:
     (measured in experiments/benchmarks/harness_fidelity.py). Where Linux has a timerfd the
     wait is on it (tuner/loadgen/precise_timer.py), to the nanosecond rather than the loop
     timers' millisecond; the loop's timers then only guard against an early return. A wait
-    longer than ``prewake_ns`` wakes once ``prewake_ns`` before its time, so the last wake is
-    a short sleep's, not a long one's."""
-    if target_ns - time.perf_counter_ns() > prewake_ns:
+    longer than PREWAKE_AFTER_NS wakes once ``prewake_ns`` before its time, so the last wake
+    is a short sleep's, not a long one's."""
+    if target_ns - time.perf_counter_ns() > PREWAKE_AFTER_NS:
         await wait_until(target_ns - prewake_ns)
     await wait_until(target_ns)
     # a deadline, not a condition another task sets: nothing to wait on but the clock

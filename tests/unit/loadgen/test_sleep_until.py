@@ -94,7 +94,7 @@ async def test_a_cancelled_wait_closes_its_timer() -> None:
 
 async def test_a_long_wait_wakes_once_before_its_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """A process that slept for seconds wakes late; woken PREWAKE_NS early, the last wait is a
-    short one. A wait shorter than that wakes once."""
+    short one. A wait up to PREWAKE_AFTER_NS wakes once (an early wake costs CPU)."""
     deadlines: list[int] = []
     wait = precise_timer.wait_until
 
@@ -103,11 +103,11 @@ async def test_a_long_wait_wakes_once_before_its_time(monkeypatch: pytest.Monkey
         await wait(deadline_ns)
 
     monkeypatch.setattr(runner, "wait_until", noted)
-    target = time.perf_counter_ns() + runner.PREWAKE_NS + 30_000_000
+    target = time.perf_counter_ns() + runner.PREWAKE_AFTER_NS + 30_000_000
     await runner.sleep_until(target)
     assert time.perf_counter_ns() >= target
     assert deadlines == [target - runner.PREWAKE_NS, target]
     deadlines.clear()
-    short = time.perf_counter_ns() + runner.PREWAKE_NS // 2
+    short = time.perf_counter_ns() + runner.PREWAKE_AFTER_NS // 2
     await runner.sleep_until(short)
     assert deadlines == [short]
