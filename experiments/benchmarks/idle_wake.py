@@ -10,7 +10,8 @@ low-load steps' 0.3 req/s), each send's lateness = when the wait returned minus 
 Two variants, interleaved A B B A in one run: ``prewake`` (what the client does: a wait
 longer than PREWAKE_AFTER_NS wakes once PREWAKE_NS early first; until 2026-12-08 02:20 UTC
 any wait longer than PREWAKE_NS did, as in idle_wake-f6m167.txt's lateness table) and
-``direct`` (one wait on the deadline, what it did before). Nothing else should run on the machine meanwhile.
+``direct`` (one wait on the deadline, what it did before). Nothing else should run on the
+machine meanwhile.
 
 Run: PYTHONPATH=. .venv/bin/python experiments/benchmarks/idle_wake.py   (~14 minutes)
      ... idle_wake.py --cpu: what the early wake costs in CPU instead (~2 minutes)
@@ -63,7 +64,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="A B B A pairs (default 2)")
     parser.add_argument("--cpu", action="store_true", help=(
         "instead: the CPU each send's wait costs, 400 sends 50 ms apart (20 req/s, the rate "
-        "of client_cost.py) a variant, A B B A (~2 minutes)"))
+        "of client_cost.py) a variant, A B B A (~2 minutes); since waits up to "
+        "PREWAKE_AFTER_NS are no longer woken early, both variants now wait the same way "
+        "there (the kept figure is from before)"))
     args = parser.parse_args()
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                           capture_output=True).stdout.strip()

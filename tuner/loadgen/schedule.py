@@ -9,7 +9,8 @@ from tuner.loadgen.precise_timer import wait_until
 from tuner.workload import NS
 
 PREWAKE_NS = 20_000_000
-"""How long before a send the client wakes once first, when the send is due later than that.
+"""How long before a send the client wakes once first, when the send is due later than
+PREWAKE_AFTER_NS.
 
 A process that slept for seconds wakes late, by the machine's own wake-up latency: on a 2-core
 KVM guest (Intel Xeon family 6 model 167, haltpoll idle driver) waits of 3.3 s returned p99
