@@ -21,7 +21,7 @@ Woken 20 ms early, the last wait is a short one's: p99 0.6 ms at every gap, and 
 past 5 ms when that step ran again (experiments/headroom/demo/README.md)."""
 PREWAKE_AFTER_NS = 100_000_000
 """Waits up to this long are not woken early: the early wake costs CPU (156 us a send on that
-guest, 50 ms apart: ``idle_wake.py --cpu``, 3-4% of the client's CPU per token at 20 req/s
+guest, 50 ms apart: ``idle_wake.py --cpu``, 2.8-3.7% of the client's CPU per token at 20 req/s
 of 128 tokens), and a wait this short wakes on time (0.1 s apart: p99 1.2 ms)."""
 
 
